@@ -1,0 +1,575 @@
+//! The conversation model every command works on: messages, units, turns, the task, pins.
+//!
+//! A *unit* is what commands keep or remove as a whole (SPEC §2): a tool exchange (an assistant
+//! message with tool calls plus the results that answer it), a system/developer message, or any
+//! other single message. Pairing is positional: results answer the calls of the nearest
+//! preceding assistant message, never a global id map, because real traffic reuses call ids.
+//! This module reads messages and never changes them; it also never counts tokens.
+
+use std::collections::HashMap;
+
+use anyhow::{Result, bail};
+use serde_json::Value;
+
+use crate::document::Dialect;
+
+/// A message's role as ctx understands it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+    Function,
+    /// A role ctx does not know; kept as written.
+    Other(String),
+    /// No `role` key, or one that is not a string.
+    Missing,
+}
+
+impl Role {
+    fn parse(v: Option<&Value>) -> Role {
+        match v.and_then(Value::as_str) {
+            Some("system") => Role::System,
+            Some("developer") => Role::Developer,
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            Some("tool") => Role::Tool,
+            Some("function") => Role::Function,
+            Some(other) => Role::Other(other.to_string()),
+            None => Role::Missing,
+        }
+    }
+
+    /// The role's name as written (`"?"` when missing).
+    pub fn name(&self) -> &str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Function => "function",
+            Role::Other(s) => s,
+            Role::Missing => "?",
+        }
+    }
+
+    /// System and developer messages.
+    pub fn is_system(&self) -> bool {
+        matches!(self, Role::System | Role::Developer)
+    }
+}
+
+/// A tool call made by an assistant message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The call id (`None` for legacy `function_call`, or when missing).
+    pub id: Option<String>,
+    /// The tool's name.
+    pub name: Option<String>,
+    /// Path of the call inside its message (`.tool_calls[0]`, `.content[2]`, `.function_call`).
+    pub path: String,
+    /// A legacy `function_call`.
+    pub legacy: bool,
+}
+
+/// Where a call is: message index and position in that message's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallRef {
+    pub message: usize,
+    pub call: usize,
+}
+
+/// A tool result carried by a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The id of the call it answers (`tool_call_id` / `tool_use_id`), if given.
+    pub id: Option<String>,
+    /// A tool name written on the result itself (OpenAI `name`), if any.
+    pub name: Option<String>,
+    /// Path of the result inside its message (`""` for a whole `tool` message).
+    pub path: String,
+    /// Anthropic `is_error: true`.
+    pub is_error: bool,
+    /// A legacy `function` message.
+    pub legacy: bool,
+    /// The call this result answers, found positionally within its exchange.
+    pub answers: Option<CallRef>,
+}
+
+/// One message, as the model sees it.
+#[derive(Clone, Debug)]
+pub struct Message {
+    pub role: Role,
+    pub calls: Vec<Call>,
+    pub results: Vec<ToolResult>,
+    /// True when the message carries tool results and nothing else.
+    pub only_results: bool,
+    /// Index of the unit holding this message.
+    pub unit: usize,
+}
+
+/// What a unit is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitKind {
+    /// An assistant message with tool calls and the results answering them.
+    ToolExchange,
+    /// A system or developer message.
+    System,
+    /// Any other single message.
+    Single,
+}
+
+/// Messages that are kept or removed together: `messages[start..end]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unit {
+    pub kind: UnitKind,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Unit {
+    /// The message indices of the unit.
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.start..self.end
+    }
+}
+
+/// Which messages must never be removed.
+#[derive(Clone, Debug, Default)]
+pub struct PinOptions {
+    /// `--drop-system`: system/developer messages are not pinned.
+    pub drop_system: bool,
+    /// `--no-keep-task`: the task is not pinned.
+    pub no_keep_task: bool,
+    /// `--pin I,J`: indices into the input; negative counts from the end.
+    pub pins: Vec<i64>,
+}
+
+/// A document's messages grouped into units and turns.
+#[derive(Clone, Debug)]
+pub struct Conversation {
+    pub messages: Vec<Message>,
+    pub units: Vec<Unit>,
+    /// The first user message that is not only a tool-result carrier.
+    pub task: Option<usize>,
+    /// Messages that start a turn (user messages that are not only tool-result carriers).
+    pub turns: Vec<usize>,
+}
+
+impl Conversation {
+    /// Builds the model of `messages` in `dialect`.
+    pub fn new(messages: &[Value], dialect: Dialect) -> Conversation {
+        let mut msgs: Vec<Message> = messages.iter().map(|m| read_message(m, dialect)).collect();
+        let mut units = Vec::new();
+        let mut i = 0;
+        while i < msgs.len() {
+            let start = i;
+            let kind = if msgs[i].role.is_system() {
+                i += 1;
+                UnitKind::System
+            } else if dialect == Dialect::Openai
+                && msgs[i].role == Role::Assistant
+                && !msgs[i].calls.is_empty()
+            {
+                i += 1;
+                while i < msgs.len() && matches!(msgs[i].role, Role::Tool | Role::Function) {
+                    i += 1;
+                }
+                UnitKind::ToolExchange
+            } else if dialect == Dialect::Anthropic && msgs[i].role == Role::Assistant {
+                // The API merges consecutive same-role messages, so a run of assistant messages
+                // is one turn, and so is the run of user messages answering it.
+                let mut j = i;
+                while j < msgs.len() && msgs[j].role == Role::Assistant {
+                    j += 1;
+                }
+                if msgs[i..j].iter().any(|m| !m.calls.is_empty()) {
+                    let mut k = j;
+                    let mut last_carrier = None;
+                    while k < msgs.len() && msgs[k].role == Role::User {
+                        if !msgs[k].results.is_empty() {
+                            last_carrier = Some(k);
+                        }
+                        k += 1;
+                    }
+                    i = last_carrier.map_or(j, |c| c + 1);
+                    UnitKind::ToolExchange
+                } else {
+                    i += 1;
+                    UnitKind::Single
+                }
+            } else {
+                i += 1;
+                UnitKind::Single
+            };
+            units.push(Unit { kind, start, end: i });
+        }
+        for (u, unit) in units.iter().enumerate() {
+            for m in unit.range() {
+                msgs[m].unit = u;
+            }
+            if unit.kind == UnitKind::ToolExchange {
+                pair_results(&mut msgs, unit.range());
+            }
+        }
+        let turns: Vec<usize> = (0..msgs.len())
+            .filter(|&i| msgs[i].role == Role::User && !msgs[i].only_results)
+            .collect();
+        Conversation { task: turns.first().copied(), turns, messages: msgs, units }
+    }
+
+    /// For each unit, whether it must be kept.
+    pub fn pinned_units(&self, opts: &PinOptions) -> Result<Vec<bool>> {
+        let mut pinned: Vec<bool> = self
+            .units
+            .iter()
+            .map(|u| u.kind == UnitKind::System && !opts.drop_system)
+            .collect();
+        if let (Some(task), false) = (self.task, opts.no_keep_task) {
+            pinned[self.messages[task].unit] = true;
+        }
+        for &p in &opts.pins {
+            let i = resolve_index(p, self.messages.len())?;
+            pinned[self.messages[i].unit] = true;
+        }
+        Ok(pinned)
+    }
+
+    /// For each message, whether its unit is pinned.
+    pub fn pinned_messages(&self, opts: &PinOptions) -> Result<Vec<bool>> {
+        let units = self.pinned_units(opts)?;
+        Ok(self.messages.iter().map(|m| units[m.unit]).collect())
+    }
+
+    /// The call a result answers.
+    pub fn call(&self, r: CallRef) -> &Call {
+        &self.messages[r.message].calls[r.call]
+    }
+
+    /// The tool names a message involves: the tools it calls, or the tools whose results it
+    /// carries (from the result's own `name`, else from the call it answers).
+    pub fn tool_names(&self, i: usize) -> Vec<String> {
+        let m = &self.messages[i];
+        let mut names: Vec<String> = m.calls.iter().filter_map(|c| c.name.clone()).collect();
+        for r in &m.results {
+            let name = r
+                .name
+                .clone()
+                .or_else(|| r.answers.and_then(|c| self.call(c).name.clone()));
+            if let Some(n) = name {
+                names.push(n);
+            }
+        }
+        names
+    }
+}
+
+/// Resolves `--pin` style indices: negative counts from the end.
+pub fn resolve_index(p: i64, len: usize) -> Result<usize> {
+    let i = if p < 0 { len as i64 + p } else { p };
+    if i < 0 || i >= len as i64 {
+        bail!("--pin {p}: no such message (the document has {len})");
+    }
+    Ok(i as usize)
+}
+
+/// Pairs every result in an exchange with the first unanswered call of the same id (legacy
+/// `function` results with the first unanswered legacy call).
+fn pair_results(msgs: &mut [Message], range: std::ops::Range<usize>) {
+    let mut open: HashMap<Option<String>, Vec<CallRef>> = HashMap::new();
+    let mut legacy_open: Vec<CallRef> = Vec::new();
+    for m in range.clone() {
+        if msgs[m].role != Role::Assistant {
+            continue;
+        }
+        for (c, call) in msgs[m].calls.iter().enumerate() {
+            let r = CallRef { message: m, call: c };
+            if call.legacy {
+                legacy_open.push(r);
+            } else {
+                open.entry(call.id.clone()).or_default().push(r);
+            }
+        }
+    }
+    legacy_open.reverse();
+    for list in open.values_mut() {
+        list.reverse();
+    }
+    for m in range {
+        for r in &mut msgs[m].results {
+            r.answers = if r.legacy {
+                legacy_open.pop()
+            } else if r.id.is_some() {
+                open.get_mut(&r.id).and_then(Vec::pop)
+            } else {
+                None
+            };
+        }
+    }
+}
+
+fn read_message(m: &Value, dialect: Dialect) -> Message {
+    let role = Role::parse(m.get("role"));
+    let mut calls = Vec::new();
+    let mut results = Vec::new();
+    let mut other_content = false;
+    match dialect {
+        Dialect::Openai => {
+            if role == Role::Assistant {
+                if let Some(tc) = m.get("tool_calls").and_then(Value::as_array) {
+                    for (k, c) in tc.iter().enumerate() {
+                        calls.push(Call {
+                            id: c.get("id").and_then(Value::as_str).map(str::to_string),
+                            name: c
+                                .get("function")
+                                .and_then(|f| f.get("name"))
+                                .and_then(Value::as_str)
+                                .map(str::to_string),
+                            path: format!(".tool_calls[{k}]"),
+                            legacy: false,
+                        });
+                    }
+                }
+                if let Some(fc) = m.get("function_call").filter(|f| f.is_object()) {
+                    calls.push(Call {
+                        id: None,
+                        name: fc.get("name").and_then(Value::as_str).map(str::to_string),
+                        path: ".function_call".to_string(),
+                        legacy: true,
+                    });
+                }
+            }
+            if matches!(role, Role::Tool | Role::Function) {
+                results.push(ToolResult {
+                    id: m.get("tool_call_id").and_then(Value::as_str).map(str::to_string),
+                    name: m.get("name").and_then(Value::as_str).map(str::to_string),
+                    path: String::new(),
+                    is_error: false,
+                    legacy: role == Role::Function,
+                    answers: None,
+                });
+            }
+        }
+        Dialect::Anthropic => {
+            if let Some(blocks) = m.get("content").and_then(Value::as_array) {
+                for (k, b) in blocks.iter().enumerate() {
+                    match b.get("type").and_then(Value::as_str) {
+                        Some("tool_use") if role == Role::Assistant => calls.push(Call {
+                            id: b.get("id").and_then(Value::as_str).map(str::to_string),
+                            name: b.get("name").and_then(Value::as_str).map(str::to_string),
+                            path: format!(".content[{k}]"),
+                            legacy: false,
+                        }),
+                        Some("tool_result") => results.push(ToolResult {
+                            id: b.get("tool_use_id").and_then(Value::as_str).map(str::to_string),
+                            name: None,
+                            path: format!(".content[{k}]"),
+                            is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                            legacy: false,
+                            answers: None,
+                        }),
+                        _ => other_content = true,
+                    }
+                }
+            } else {
+                other_content = true;
+            }
+        }
+    }
+    if dialect == Dialect::Openai {
+        other_content = !matches!(role, Role::Tool | Role::Function);
+    }
+    Message { only_results: !results.is_empty() && !other_content, role, calls, results, unit: 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn kinds(c: &Conversation) -> Vec<(UnitKind, usize, usize)> {
+        c.units.iter().map(|u| (u.kind, u.start, u.end)).collect()
+    }
+
+    #[test]
+    fn groups_openai_exchanges_positionally_with_reused_ids() {
+        let msgs = json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "tool_call_id": "b", "content": "2"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "h", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "3"},
+            {"role": "assistant", "content": "done"}
+        ]);
+        let c = Conversation::new(msgs.as_array().unwrap(), Dialect::Openai);
+        use UnitKind::*;
+        assert_eq!(
+            kinds(&c),
+            vec![(System, 0, 1), (Single, 1, 2), (ToolExchange, 2, 5), (ToolExchange, 5, 7), (Single, 7, 8)]
+        );
+        assert_eq!(c.task, Some(1));
+        // The reused id "a" pairs with the call of its own exchange, not the first one.
+        assert_eq!(c.messages[6].results[0].answers, Some(CallRef { message: 5, call: 0 }));
+        assert_eq!(c.tool_names(6), vec!["h"]);
+        assert_eq!(c.tool_names(4), vec!["g"]);
+    }
+
+    #[test]
+    fn anthropic_results_pair_with_the_merged_assistant_run() {
+        let msgs = json!([
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": [{"type": "text", "text": "let me look"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a b"}]},
+            {"role": "user", "content": "and then?"}
+        ]);
+        let c = Conversation::new(msgs.as_array().unwrap(), Dialect::Anthropic);
+        use UnitKind::*;
+        assert_eq!(kinds(&c), vec![(Single, 0, 1), (ToolExchange, 1, 4), (Single, 4, 5)]);
+        assert_eq!(c.turns, vec![0, 4]);
+        assert!(c.messages[3].only_results);
+        assert_eq!(c.messages[3].results[0].answers, Some(CallRef { message: 2, call: 0 }));
+    }
+
+    #[test]
+    fn legacy_function_calls_pair_with_function_messages() {
+        let msgs = json!([
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": null, "function_call": {"name": "f", "arguments": "{}"}},
+            {"role": "function", "name": "f", "content": "r"},
+            {"role": "assistant", "content": null, "function_call": {"name": "Finish", "arguments": "{}"}}
+        ]);
+        let c = Conversation::new(msgs.as_array().unwrap(), Dialect::Openai);
+        assert_eq!(c.units.len(), 3);
+        assert_eq!(c.units[1].range(), 1..3);
+        assert_eq!(c.messages[2].results[0].answers, Some(CallRef { message: 1, call: 0 }));
+        assert_eq!(c.units[2].kind, UnitKind::ToolExchange);
+    }
+
+    #[test]
+    fn pins_system_task_and_named_units() {
+        let msgs = json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "b"},
+            {"role": "assistant", "content": "c"}
+        ]);
+        let c = Conversation::new(msgs.as_array().unwrap(), Dialect::Openai);
+        let p = c.pinned_units(&PinOptions::default()).unwrap();
+        assert_eq!(p, vec![true, true, false, false, false]);
+        let p = c
+            .pinned_units(&PinOptions { drop_system: true, no_keep_task: true, pins: vec![-1, 2] })
+            .unwrap();
+        assert_eq!(p, vec![false, false, true, false, true]);
+        assert!(c.pinned_units(&PinOptions { pins: vec![5], ..Default::default() }).is_err());
+        assert!(c.pinned_units(&PinOptions { pins: vec![-6], ..Default::default() }).is_err());
+    }
+
+    /// One generated step of an OpenAI conversation.
+    #[derive(Clone, Debug)]
+    enum Step {
+        System,
+        User,
+        Assistant,
+        /// An exchange with `calls` parallel calls (ids drawn from a small pool, so they repeat
+        /// across exchanges), answered by `answered` of them.
+        Exchange { calls: usize, answered: usize, ids: Vec<u8> },
+        Orphan,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            1 => Just(Step::System),
+            3 => Just(Step::User),
+            3 => Just(Step::Assistant),
+            4 => (1usize..4, 0usize..4, proptest::collection::vec(0u8..3, 4))
+                .prop_map(|(calls, answered, ids)| Step::Exchange { calls, answered: answered.min(calls), ids }),
+            1 => Just(Step::Orphan),
+        ]
+    }
+
+    fn build(steps: &[Step]) -> (Vec<Value>, Vec<(usize, usize)>) {
+        let mut msgs = Vec::new();
+        let mut exchanges: Vec<(usize, usize)> = Vec::new();
+        for s in steps {
+            let in_exchange = exchanges.last().is_some_and(|e| e.1 == msgs.len());
+            match s {
+                Step::System => msgs.push(json!({"role": "system", "content": "s"})),
+                Step::User => msgs.push(json!({"role": "user", "content": "u"})),
+                Step::Assistant => msgs.push(json!({"role": "assistant", "content": "a"})),
+                Step::Orphan => {
+                    msgs.push(json!({"role": "tool", "tool_call_id": "x", "content": "o"}));
+                    // A stray result right after an exchange is absorbed by it (positional).
+                    if in_exchange {
+                        exchanges.last_mut().expect("checked").1 = msgs.len();
+                    }
+                }
+                Step::Exchange { calls, answered, ids } => {
+                    let start = msgs.len();
+                    let tc: Vec<Value> = (0..*calls)
+                        .map(|k| json!({"id": format!("call_{}", ids[k]), "type": "function",
+                                        "function": {"name": format!("t{k}"), "arguments": "{}"}}))
+                        .collect();
+                    msgs.push(json!({"role": "assistant", "content": null, "tool_calls": tc}));
+                    for id in &ids[..*answered] {
+                        msgs.push(json!({"role": "tool", "tool_call_id": format!("call_{id}"), "content": "r"}));
+                    }
+                    exchanges.push((start, msgs.len()));
+                }
+            }
+        }
+        (msgs, exchanges)
+    }
+
+    proptest! {
+        #[test]
+        fn units_partition_messages_and_keep_exchanges_whole(steps in proptest::collection::vec(step(), 0..40)) {
+            let (msgs, exchanges) = build(&steps);
+            let c = Conversation::new(&msgs, Dialect::Openai);
+            // Units cover every message exactly once, in order.
+            let mut next = 0;
+            for (u, unit) in c.units.iter().enumerate() {
+                prop_assert_eq!(unit.start, next);
+                prop_assert!(unit.end > unit.start);
+                for m in unit.range() { prop_assert_eq!(c.messages[m].unit, u); }
+                next = unit.end;
+            }
+            prop_assert_eq!(next, msgs.len());
+            // Every generated exchange is exactly one unit, and every result in it answers a call
+            // of that very exchange (positional pairing even when ids repeat across exchanges).
+            for (start, end) in exchanges {
+                let unit = c.units[c.messages[start].unit];
+                prop_assert_eq!((unit.kind, unit.start, unit.end), (UnitKind::ToolExchange, start, end));
+                for m in start + 1..end {
+                    let r = &c.messages[m].results[0];
+                    if r.id.as_deref() == Some("x") {
+                        prop_assert_eq!(r.answers, None);
+                        continue;
+                    }
+                    let call = r.answers.expect("answered");
+                    prop_assert_eq!(call.message, start);
+                    prop_assert_eq!(&c.call(call).id, &r.id);
+                }
+            }
+            // System messages are their own units; tool messages never start a non-orphan unit.
+            for (i, m) in c.messages.iter().enumerate() {
+                if m.role.is_system() {
+                    let u = c.units[m.unit];
+                    prop_assert_eq!((u.kind, u.start, u.end), (UnitKind::System, i, i + 1));
+                }
+            }
+            // The task is the first user message.
+            prop_assert_eq!(c.task, c.messages.iter().position(|m| m.role == Role::User));
+        }
+    }
+}

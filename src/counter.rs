@@ -1,0 +1,529 @@
+//! Token counting for whole documents: what the API bills as input (SPEC §3).
+//!
+//! Turns a document into per-message counts plus the fixed parts (Anthropic's top-level system,
+//! tool definitions, reply priming) so that `total = fixed + Σ messages`: commands that drop or
+//! rewrite messages recount only what they change. The rules are OpenAI's published chat
+//! formula and tool-definition formula, the providers' image formulas, and documented estimates
+//! for the rest (docs/counting.md). All text goes through [`crate::tokenizer`].
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::document::{Dialect, Document};
+use crate::image::{self, OpenAiImageScheme};
+use crate::models::ImageRule;
+use crate::settings::Settings;
+use crate::tokenizer::Encoding;
+
+/// Reply priming: every reply is primed with `<|start|>assistant<|message|>`.
+pub const REPLY_PRIMING: usize = 3;
+/// Estimated overhead of one tool call or tool-use block (name framing, arguments framing).
+pub const CALL_OVERHEAD: usize = 3;
+
+/// The tokens of one message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MessageTokens {
+    /// Role, name, content, tool calls.
+    pub content: usize,
+    /// Per-message formatting overhead.
+    pub overhead: usize,
+    /// False when any part of the message is estimated.
+    pub exact: bool,
+}
+
+impl MessageTokens {
+    /// Content plus overhead.
+    pub fn total(&self) -> usize {
+        self.content + self.overhead
+    }
+}
+
+/// The tokens of a whole document.
+#[derive(Clone, Debug, Default)]
+pub struct DocumentCount {
+    /// Anthropic's top-level `system`.
+    pub system: usize,
+    /// Tool and function definitions, with the provider's overhead.
+    pub tools: usize,
+    /// One entry per message.
+    pub messages: Vec<MessageTokens>,
+    /// Reply priming.
+    pub priming: usize,
+    /// False as soon as anything is estimated.
+    pub exact: bool,
+    /// What was estimated and what was unusual.
+    pub notes: Notes,
+}
+
+/// Human notes gathered while counting.
+#[derive(Clone, Debug, Default)]
+pub struct Notes {
+    /// What was estimated, and why (reported with the count).
+    pub estimates: BTreeSet<String>,
+    /// Unusual input worth a warning on stderr (unknown part types).
+    pub warnings: BTreeSet<String>,
+}
+
+impl DocumentCount {
+    /// Everything outside the messages.
+    pub fn fixed(&self) -> usize {
+        self.system + self.tools + self.priming
+    }
+
+    /// The document's input tokens.
+    pub fn total(&self) -> usize {
+        self.fixed() + self.messages.iter().map(MessageTokens::total).sum::<usize>()
+    }
+}
+
+/// Counts documents under one set of [`Settings`].
+pub struct Counter<'a> {
+    pub settings: &'a Settings,
+    pub dialect: Dialect,
+}
+
+/// Accumulates tokens and whether they are exact.
+struct Acc<'n> {
+    tokens: usize,
+    exact: bool,
+    notes: &'n mut Notes,
+}
+
+impl Acc<'_> {
+    fn estimate(&mut self, note: impl Into<String>) {
+        self.exact = false;
+        self.notes.estimates.insert(note.into());
+    }
+}
+
+/// Anthropic block types counted by their text without a warning.
+const KNOWN_ANTHROPIC: &[&str] = &["document", "search_result", "container_upload", "web_search_result"];
+
+/// Keys whose strings are binary payloads, never text the model reads as tokens.
+const BINARY_KEYS: &[&str] = &["data", "signature", "encrypted_content", "encrypted_index", "file_data"];
+
+impl<'a> Counter<'a> {
+    /// A counter for `dialect` under `settings`.
+    pub fn new(settings: &'a Settings, dialect: Dialect) -> Counter<'a> {
+        Counter { settings, dialect }
+    }
+
+    fn enc(&self) -> Encoding {
+        self.settings.encoding
+    }
+
+    /// Counts plain text.
+    pub fn text(&self, s: &str) -> Result<usize> {
+        self.enc().count(s)
+    }
+
+    /// Counts a whole document.
+    pub fn document(&self, doc: &Document) -> Result<DocumentCount> {
+        let mut notes = Notes::default();
+        let mut exact = self.settings.exact && self.dialect == Dialect::Openai;
+        if !self.settings.exact {
+            notes.estimates.insert(match self.settings.model {
+                Some(m) if !m.exact => format!(
+                    "{} does not publish its tokenizer: counts are {} estimates",
+                    self.settings.model_name, self.settings.encoding
+                ),
+                _ => format!("counts with {} are estimates", self.settings.encoding),
+            });
+        }
+        if self.dialect == Dialect::Anthropic && self.settings.exact {
+            notes.estimates.insert("Anthropic documents are counted with estimated overheads".into());
+        }
+        let mut out = DocumentCount { priming: REPLY_PRIMING, ..Default::default() };
+        // Tool definitions: the body's, else --tools for bare arrays.
+        let tools_src = doc.body().map(|b| (b.get("tools"), b.get("functions")));
+        let (tools, functions) = match (tools_src, &self.settings.extra_tools) {
+            (Some((t, f)), _) if t.is_some() || f.is_some() => (t.cloned(), f.cloned()),
+            (_, Some(extra)) => match &**extra {
+                Value::Array(_) => (Some((**extra).clone()), None),
+                other => (other.get("tools").cloned(), other.get("functions").cloned()),
+            },
+            _ => (None, None),
+        };
+        {
+            let mut acc = Acc { tokens: 0, exact: true, notes: &mut notes };
+            match self.dialect {
+                Dialect::Openai => self
+                    .openai_tools(tools.as_ref(), functions.as_ref(), &mut acc)
+                    .context("tool definitions")?,
+                Dialect::Anthropic => {
+                    self.anthropic_tools(tools.as_ref(), &mut acc).context("tool definitions")?
+                }
+            }
+            out.tools = acc.tokens;
+            exact &= acc.exact;
+        }
+        if let Some(system) = doc.body().and_then(|b| b.get("system")) {
+            let mut acc = Acc { tokens: 0, exact: true, notes: &mut notes };
+            self.anthropic_content(system, &mut acc).context(".system")?;
+            out.system = acc.tokens + if acc.tokens > 0 { self.overhead() } else { 0 };
+            exact &= acc.exact;
+        }
+        out.notes = notes;
+        for (i, m) in doc.messages().iter().enumerate() {
+            let mt = self
+                .message(m, &mut out.notes)
+                .with_context(|| format!("message {i} ({})", doc.message_path(i)))?;
+            exact &= mt.exact;
+            out.messages.push(mt);
+        }
+        out.exact = exact;
+        Ok(out)
+    }
+
+    fn overhead(&self) -> usize {
+        self.settings.message_tokens.max(0) as usize
+    }
+
+    /// Counts one message (content and overhead).
+    pub fn message(&self, m: &Value, notes: &mut Notes) -> Result<MessageTokens> {
+        let mut acc = Acc { tokens: 0, exact: true, notes };
+        let mut overhead = self.settings.message_tokens;
+        if let Some(role) = m.get("role").and_then(Value::as_str) {
+            acc.tokens += self.text(role)?;
+        }
+        if let Some(name) = m.get("name").and_then(Value::as_str) {
+            acc.tokens += self.text(name)?;
+            overhead += self.settings.name_tokens;
+        }
+        match self.dialect {
+            Dialect::Openai => self.openai_message(m, &mut acc)?,
+            Dialect::Anthropic => {
+                if let Some(c) = m.get("content") {
+                    self.anthropic_content(c, &mut acc).context(".content")?;
+                }
+            }
+        }
+        Ok(MessageTokens { content: acc.tokens, overhead: overhead.max(0) as usize, exact: acc.exact })
+    }
+
+    fn openai_message(&self, m: &Value, acc: &mut Acc) -> Result<()> {
+        match m.get("content") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => acc.tokens += self.text(s)?,
+            Some(Value::Array(parts)) => {
+                for (k, p) in parts.iter().enumerate() {
+                    self.openai_part(p, acc).with_context(|| format!(".content[{k}]"))?;
+                }
+            }
+            Some(other) => {
+                acc.tokens += self.text(&other.to_string())?;
+                acc.estimate("non-string content counted as its JSON text");
+            }
+        }
+        if let Some(Value::String(r)) = m.get("refusal") {
+            acc.tokens += self.text(r)?;
+        }
+        if let Some(id) = m.get("tool_call_id").and_then(Value::as_str) {
+            acc.tokens += self.text(id)?;
+            acc.estimate("tool results are counted with an estimated format");
+        }
+        if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
+            for (k, c) in calls.iter().enumerate() {
+                let f = c.get("function").unwrap_or(&Value::Null);
+                self.call(f.get("name"), f.get("arguments"), acc)
+                    .with_context(|| format!(".tool_calls[{k}]"))?;
+            }
+        }
+        if let Some(fc) = m.get("function_call").filter(|f| f.is_object()) {
+            self.call(fc.get("name"), fc.get("arguments"), acc).context(".function_call")?;
+        }
+        Ok(())
+    }
+
+    fn call(&self, name: Option<&Value>, args: Option<&Value>, acc: &mut Acc) -> Result<()> {
+        acc.tokens += CALL_OVERHEAD;
+        if let Some(Value::String(n)) = name {
+            acc.tokens += self.text(n)?;
+        }
+        match args {
+            Some(Value::String(a)) => acc.tokens += self.text(a)?,
+            Some(Value::Null) | None => {}
+            Some(other) => acc.tokens += self.text(&other.to_string())?,
+        }
+        acc.estimate("tool calls are counted with an estimated format");
+        Ok(())
+    }
+
+    fn openai_part(&self, p: &Value, acc: &mut Acc) -> Result<()> {
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+        match ty {
+            "text" | "input_text" => {
+                if let Some(t) = p.get("text").and_then(Value::as_str) {
+                    acc.tokens += self.text(t)?;
+                }
+            }
+            "refusal" => {
+                if let Some(t) = p.get("refusal").and_then(Value::as_str) {
+                    acc.tokens += self.text(t)?;
+                }
+            }
+            "image_url" => {
+                let iu = p.get("image_url").unwrap_or(&Value::Null);
+                let (url, detail) = match iu {
+                    Value::String(u) => (u.as_str(), None),
+                    _ => (
+                        iu.get("url").and_then(Value::as_str).unwrap_or(""),
+                        iu.get("detail").and_then(Value::as_str),
+                    ),
+                };
+                acc.tokens += self.image_tokens(image::data_url_dimensions(url), detail, acc) as usize;
+            }
+            "input_audio" => {
+                let data = p
+                    .get("input_audio")
+                    .and_then(|a| a.get("data"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                // ~10 tokens a second; duration estimated from the payload at 128 kbit/s.
+                acc.tokens += (data.len() * 3 / 4).div_ceil(1600);
+                acc.estimate("audio is estimated at 10 tokens a second (128 kbit/s assumed)");
+            }
+            "file" => {
+                if let Some(n) = p.get("file").and_then(|f| f.get("filename")).and_then(Value::as_str) {
+                    acc.tokens += self.text(n)?;
+                }
+                acc.estimate("file parts: the file's content cannot be counted offline");
+            }
+            _ => {
+                self.text_leaves(p, acc)?;
+                acc.estimate(format!("unknown content part type '{ty}' counted by its text"));
+                acc.notes
+                    .warnings
+                    .insert(format!("unknown content part type '{ty}': kept, counted by its text"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Image tokens from known dimensions, or the default size as an estimate.
+    fn image_tokens(&self, dims: Option<(u32, u32)>, detail: Option<&str>, acc: &mut Acc) -> u32 {
+        let low = detail == Some("low");
+        if !self.settings.image_known {
+            acc.estimate(format!(
+                "{} has no documented image formula: images priced as gpt-4o's",
+                self.settings.model_name
+            ));
+        }
+        let needs_size = !(low
+            && matches!(self.settings.image, ImageRule::OpenAi(OpenAiImageScheme::Tiles { .. })));
+        let (w, h) = match dims {
+            Some(d) => d,
+            None => {
+                if needs_size {
+                    let (w, h) = self.settings.image_size;
+                    acc.estimate(format!("images of unknown size counted as {w}x{h} (--image-size)"));
+                }
+                self.settings.image_size
+            }
+        };
+        match self.settings.image {
+            ImageRule::OpenAi(scheme) => image::openai_image_tokens(w, h, low, &scheme),
+            ImageRule::Anthropic => image::anthropic_image_tokens(w, h),
+        }
+    }
+
+    /// Counts every string in a value except binary payloads.
+    fn text_leaves(&self, v: &Value, acc: &mut Acc) -> Result<()> {
+        match v {
+            Value::String(s) if !s.starts_with("data:") => acc.tokens += self.text(s)?,
+            Value::Array(a) => {
+                for x in a {
+                    self.text_leaves(x, acc)?;
+                }
+            }
+            Value::Object(o) => {
+                for (k, x) in o {
+                    if !BINARY_KEYS.contains(&k.as_str()) && k != "type" && k != "cache_control" {
+                        self.text_leaves(x, acc)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Anthropic content: a string or blocks (also used for the top-level `system`).
+    fn anthropic_content(&self, c: &Value, acc: &mut Acc) -> Result<()> {
+        acc.exact = false;
+        match c {
+            Value::String(s) => acc.tokens += self.text(s)?,
+            Value::Array(blocks) => {
+                for (k, b) in blocks.iter().enumerate() {
+                    self.anthropic_block(b, acc).with_context(|| format!("[{k}]"))?;
+                }
+            }
+            Value::Null => {}
+            other => acc.tokens += self.text(&other.to_string())?,
+        }
+        Ok(())
+    }
+
+    fn anthropic_block(&self, b: &Value, acc: &mut Acc) -> Result<()> {
+        let ty = b.get("type").and_then(Value::as_str).unwrap_or("");
+        match ty {
+            "text" => {
+                if let Some(t) = b.get("text").and_then(Value::as_str) {
+                    acc.tokens += self.text(t)?;
+                }
+            }
+            "image" => {
+                let src = b.get("source").unwrap_or(&Value::Null);
+                let dims = match src.get("type").and_then(Value::as_str) {
+                    Some("base64") => src.get("data").and_then(Value::as_str).and_then(image::base64_dimensions),
+                    _ => None,
+                };
+                acc.tokens += self.image_tokens(dims, None, acc) as usize;
+            }
+            "tool_use" | "server_tool_use" | "mcp_tool_use" => {
+                let input = b.get("input").map(Value::to_string);
+                self.call(b.get("name"), input.map(Value::String).as_ref(), acc)?;
+            }
+            "tool_result" | "mcp_tool_result" => {
+                acc.tokens += CALL_OVERHEAD;
+                if let Some(c) = b.get("content") {
+                    self.anthropic_content(c, acc).context(".content")?;
+                }
+            }
+            "thinking" => {
+                if let Some(t) = b.get("thinking").and_then(Value::as_str) {
+                    acc.tokens += self.text(t)?;
+                }
+            }
+            "redacted_thinking" => {
+                let data = b.get("data").and_then(Value::as_str).unwrap_or("");
+                acc.tokens += data.len().div_ceil(4);
+            }
+            _ => {
+                self.text_leaves(b, acc)?;
+                if !ty.ends_with("_tool_result") && !KNOWN_ANTHROPIC.contains(&ty) {
+                    acc.notes.warnings.insert(format!(
+                        "unknown content block type '{ty}': kept, counted by its text"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn openai_tools(&self, tools: Option<&Value>, functions: Option<&Value>, acc: &mut Acc) -> Result<()> {
+        let mut defs: Vec<&Value> = Vec::new();
+        for t in tools.and_then(Value::as_array).into_iter().flatten() {
+            match (t.get("type").and_then(Value::as_str), t.get("function")) {
+                (Some("function") | None, Some(f)) => defs.push(f),
+                _ => {
+                    acc.tokens += self.text(&t.to_string())?;
+                    acc.estimate("non-function tools are counted as their JSON text");
+                }
+            }
+        }
+        defs.extend(functions.and_then(Value::as_array).into_iter().flatten());
+        if defs.is_empty() {
+            return Ok(());
+        }
+        // OpenAI cookbook "How to count tokens with tiktoken", section 7.
+        let func_init = if self.settings.encoding == Encoding::Cl100kBase { 10 } else { 7 };
+        let func_end = 12;
+        let total_before = acc.tokens;
+        for f in defs {
+            acc.tokens += func_init;
+            let name = f.get("name").and_then(Value::as_str).unwrap_or("");
+            let desc = f.get("description").and_then(Value::as_str);
+            if desc.is_none() {
+                acc.estimate("tool definitions without a description are estimated");
+            }
+            let desc = desc.unwrap_or("");
+            acc.tokens += self.text(&format!("{name}:{}", desc.strip_suffix('.').unwrap_or(desc)))?;
+            if let Some(props) = f.get("parameters").and_then(|p| p.get("properties")) {
+                self.properties(props, acc)?;
+            }
+        }
+        acc.tokens += func_end;
+        debug_assert!(acc.tokens >= total_before);
+        Ok(())
+    }
+
+    /// The cookbook's property rule, extended to nested objects and arrays (an estimate).
+    fn properties(&self, props: &Value, acc: &mut Acc) -> Result<()> {
+        let Some(props) = props.as_object() else {
+            acc.estimate("tool parameter schemas of unusual shape are estimated");
+            return Ok(());
+        };
+        if props.is_empty() {
+            return Ok(());
+        }
+        const PROP_INIT: usize = 3;
+        const PROP_KEY: usize = 3;
+        const ENUM_ITEM: usize = 3;
+        acc.tokens += PROP_INIT;
+        for (key, p) in props {
+            acc.tokens += PROP_KEY;
+            let ty = match p.get("type") {
+                Some(Value::String(t)) => t.clone(),
+                Some(other) => {
+                    acc.estimate("tool parameter types other than a single string are estimated");
+                    other.to_string()
+                }
+                None => {
+                    acc.estimate("tool parameters without a type are estimated");
+                    String::new()
+                }
+            };
+            let desc = match p.get("description").and_then(Value::as_str) {
+                Some(d) => d,
+                None => {
+                    acc.estimate("tool parameters without a description are estimated");
+                    ""
+                }
+            };
+            if let Some(items) = p.get("enum").and_then(Value::as_array) {
+                // enum_init is -3: the first item's framing is shared with the property.
+                acc.tokens = (acc.tokens + ENUM_ITEM * items.len()).saturating_sub(3);
+                for item in items {
+                    match item {
+                        Value::String(s) => acc.tokens += self.text(s)?,
+                        other => acc.tokens += self.text(&other.to_string())?,
+                    }
+                }
+            }
+            acc.tokens += self.text(&format!("{key}:{ty}:{}", desc.strip_suffix('.').unwrap_or(desc)))?;
+            if let Some(nested) = p.get("properties") {
+                acc.estimate("nested tool parameter schemas are estimated");
+                self.properties(nested, acc)?;
+            }
+            if let Some(items) = p.get("items") {
+                acc.estimate("array tool parameter schemas are estimated");
+                self.text_leaves(items, acc)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn anthropic_tools(&self, tools: Option<&Value>, acc: &mut Acc) -> Result<()> {
+        let Some(tools) = tools.and_then(Value::as_array).filter(|t| !t.is_empty()) else {
+            return Ok(());
+        };
+        acc.tokens += self.settings.tool_overhead as usize;
+        for t in tools {
+            acc.tokens += CALL_OVERHEAD;
+            if let Some(n) = t.get("name").and_then(Value::as_str) {
+                acc.tokens += self.text(n)?;
+            }
+            if let Some(d) = t.get("description").and_then(Value::as_str) {
+                acc.tokens += self.text(d)?;
+            }
+            if let Some(s) = t.get("input_schema") {
+                acc.tokens += self.text(&s.to_string())?;
+            }
+        }
+        acc.estimate("Anthropic tool definitions are estimated");
+        Ok(())
+    }
+}

@@ -1,0 +1,18 @@
+//! ctx: keep LLM conversations inside their context window.
+//!
+//! The library behind the `ctx` binary. [`conversation`] is the centre: messages grouped into
+//! units, turns, the task and pins, which every command works on. [`counter`] counts what the
+//! API bills, through [`tokenizer`] (the only module that touches the BPE library). [`document`]
+//! recognises input shapes and dialects; [`cmd`] holds one file per command. Nothing here reads
+//! stdin, writes stdout or exits: that is `main.rs`'s job.
+
+pub mod cmd;
+pub mod conversation;
+pub mod counter;
+pub mod document;
+pub mod image;
+pub mod input;
+pub mod models;
+pub mod output;
+pub mod settings;
+pub mod tokenizer;

@@ -1,0 +1,163 @@
+//! The `ctx` binary: parses the command line, runs a command over every input document, writes
+//! each document's output with one write, and chooses the exit code (SPEC §5).
+//!
+//! This is the only place that touches stdout, stderr and the process exit code; commands take
+//! values and return values ([`cmd::Outcome`]), so that processing a document stays a pure
+//! function of the document and the flags.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use ctx::cmd::{self, Env, Outcome};
+use ctx::input::{self, Documents};
+use ctx::output::{self, Stdout};
+
+/// Keep LLM conversations inside their context window.
+///
+/// Every command reads chat-message JSON (OpenAI or Anthropic; bare message arrays or whole
+/// request bodies; one document, many, or JSON Lines) from files or stdin and writes JSON to
+/// stdout, one output per input document, in order.
+#[derive(Parser, Debug)]
+#[command(name = "ctx", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Exit codes: 0 success, 1 a check failed (over budget, errors found), \
+2 usage or input error, 3 cannot fit the budget, 4 summarizer failed.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Count(cmd::count::Args),
+    Check(cmd::check::Args),
+    Models(cmd::models::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            // --help and --version go to stdout; usage errors to stderr.
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let env = Env::from_process();
+    let code = match &cli.command {
+        Command::Models(args) => single(cmd::models::run(args)),
+        Command::Count(args) => match cmd::count::Runner::new(args, &env) {
+            Ok(r) => filter(&args.input.files, args.output_flags.quiet, |o, v| r.process(o, v)),
+            Err(e) => fail(&e),
+        },
+        Command::Check(args) => {
+            let r = cmd::check::Runner::new(args, &env);
+            filter(&args.input.files, args.output.quiet, |o, v| r.process(o, v))
+        }
+    };
+    ExitCode::from(code)
+}
+
+/// Reports a setup error and returns exit code 2.
+fn fail(e: &anyhow::Error) -> u8 {
+    eprintln!("ctx: {e:#}");
+    2
+}
+
+/// A closed stdout ends quietly with 0; any other write error is reported with 2.
+fn write_failed(e: output::WriteError) -> u8 {
+    match e {
+        output::WriteError::Closed => 0,
+        output::WriteError::Failed(e) => fail(&anyhow::anyhow!("cannot write output: {e}")),
+    }
+}
+
+/// Writes a command's single output (no input documents).
+fn single(result: anyhow::Result<Outcome>) -> u8 {
+    match result {
+        Ok(out) => {
+            let mut stdout = Stdout::new();
+            match stdout.write_document(&out.stdout) {
+                Ok(()) => out.code,
+                Err(e) => write_failed(e),
+            }
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// Runs `process` over every input document; returns the most severe exit code seen.
+fn filter(
+    files: &[std::path::PathBuf],
+    quiet: bool,
+    mut process: impl FnMut(&input::Origin, serde_json::Value) -> anyhow::Result<Outcome>,
+) -> u8 {
+    let docs = match Documents::open(files) {
+        Ok(d) => d,
+        Err(e) => return fail(&e),
+    };
+    let mut stdout = Stdout::new();
+    let mut warned = HashSet::new();
+    let mut code = 0u8;
+    let stderr = std::io::stderr();
+    for (origin, value) in docs {
+        let result = value.and_then(|v| process(&origin, v));
+        match result {
+            Ok(out) => {
+                if !quiet {
+                    let mut err = stderr.lock();
+                    for w in out.warnings {
+                        if warned.insert(w.clone()) {
+                            let _ = writeln!(err, "ctx: warning: {w}");
+                        }
+                    }
+                }
+                code = worse(code, out.code);
+                if let Err(e) = stdout.write_document(&out.stdout) {
+                    return write_failed(e);
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(stderr.lock(), "ctx: {origin}: {e:#}");
+                code = worse(code, cmd::exit_code(&e));
+            }
+        }
+    }
+    code
+}
+
+/// The more severe of two exit codes: 2, then 4, then 3, then 1, then 0.
+fn worse(a: u8, b: u8) -> u8 {
+    let rank = |c: u8| match c {
+        2 => 4,
+        4 => 3,
+        3 => 2,
+        1 => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn exit_code_severity_order() {
+        assert_eq!(worse(0, 1), 1);
+        assert_eq!(worse(1, 3), 3);
+        assert_eq!(worse(3, 4), 4);
+        assert_eq!(worse(4, 2), 2);
+        assert_eq!(worse(2, 1), 2);
+        assert_eq!(worse(3, 1), 3);
+    }
+}

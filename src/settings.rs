@@ -1,0 +1,293 @@
+//! What a document is counted against: model, encoding, formatting rules, window and budget.
+//!
+//! Resolves SPEC §3's precedence (flag, body `model`, `CTX_MODEL`, default), the encoding
+//! override, the context window and `--budget N|P%` / reserve arithmetic, once per document.
+//! Pure: the environment is read by the caller and passed in.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::image::OpenAiImageScheme;
+use crate::models::{self, ImageRule, Model};
+use crate::tokenizer::Encoding;
+
+/// Model flags shared by every command that counts.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ModelArgs {
+    /// Model to count for (beats the body's `model` and $CTX_MODEL; default gpt-4o).
+    #[arg(short = 'm', long, value_name = "NAME")]
+    pub model: Option<String>,
+
+    /// Tokenizer encoding, overriding the model's (o200k_base, o200k_harmony, cl100k_base,
+    /// p50k_base, r50k_base, approx).
+    #[arg(long, value_name = "NAME", value_parser = parse_encoding)]
+    pub encoding: Option<Encoding>,
+
+    /// Context window in tokens, overriding the model table (needed for unknown models).
+    #[arg(long, value_name = "N")]
+    pub context_window: Option<u64>,
+
+    /// Tool definitions (a JSON array, or an object with `tools`/`functions`) counted with a
+    /// bare message array.
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<std::path::PathBuf>,
+
+    /// Size assumed for images whose dimensions cannot be read (remote URLs).
+    #[arg(long, value_name = "WxH", default_value = "1024x1024", value_parser = parse_size)]
+    pub image_size: (u32, u32),
+}
+
+fn parse_encoding(s: &str) -> Result<Encoding, String> {
+    Encoding::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("'{s}' is not WIDTHxHEIGHT"))?;
+    let w: u32 = w.trim().parse().map_err(|_| format!("'{s}' is not WIDTHxHEIGHT"))?;
+    let h: u32 = h.trim().parse().map_err(|_| format!("'{s}' is not WIDTHxHEIGHT"))?;
+    if w == 0 || h == 0 {
+        return Err(format!("'{s}': sizes must be positive"));
+    }
+    Ok((w, h))
+}
+
+/// A token budget as the user wrote it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Budget {
+    /// `N`: a token count.
+    Tokens(u64),
+    /// `P%`: a share of the context window.
+    Percent(f64),
+}
+
+impl FromStr for Budget {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Budget, String> {
+        let t = s.trim();
+        if let Some(p) = t.strip_suffix('%') {
+            let p: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{s}' is not a token count or a percentage like 80%"))?;
+            if !(p > 0.0 && p <= 100.0) {
+                return Err(format!("'{s}': a percentage must be in (0, 100]"));
+            }
+            Ok(Budget::Percent(p))
+        } else {
+            t.replace('_', "")
+                .parse::<u64>()
+                .map(Budget::Tokens)
+                .map_err(|_| format!("'{s}' is not a token count or a percentage like 80%"))
+        }
+    }
+}
+
+/// The tools file given with `--tools`, read once per run.
+pub fn read_tools_file(path: &Path) -> Result<Arc<Value>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--tools {}: cannot read", path.display()))?;
+    let v: Value = serde_json::from_str(&text)
+        .with_context(|| format!("--tools {}: invalid JSON", path.display()))?;
+    let ok = v.is_array()
+        || v.get("tools").is_some_and(Value::is_array)
+        || v.get("functions").is_some_and(Value::is_array);
+    if !ok {
+        bail!(
+            "--tools {}: expected an array of tool definitions or an object with `tools`",
+            path.display()
+        );
+    }
+    Ok(Arc::new(v))
+}
+
+/// Everything a document is counted against.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The model name as given (flag, body, environment or default).
+    pub model_name: String,
+    /// The model table row, when the name is known.
+    pub model: Option<&'static Model>,
+    /// The encoding counted with.
+    pub encoding: Encoding,
+    /// Input window, from `--context-window` or the table.
+    pub context_window: Option<u64>,
+    /// Formatting tokens per message.
+    pub message_tokens: i64,
+    /// Tokens added per `name` field.
+    pub name_tokens: i64,
+    /// Image pricing.
+    pub image: ImageRule,
+    /// Whether `image` comes from the model (false: a stand-in rule, counts are estimates).
+    pub image_known: bool,
+    /// Provider's system-prompt overhead when tools are defined.
+    pub tool_overhead: u64,
+    /// Whether the model reproduces provider counts.
+    pub exact: bool,
+    /// Image size assumed when unknown.
+    pub image_size: (u32, u32),
+    /// `--tools` definitions for bare arrays.
+    pub extra_tools: Option<Arc<Value>>,
+}
+
+impl Settings {
+    /// Resolves the settings for a document whose body names `body_model`; `env_model` is
+    /// `$CTX_MODEL`. Warnings (unknown model) are pushed to `warnings`.
+    pub fn resolve(
+        args: &ModelArgs,
+        body_model: Option<&str>,
+        env_model: Option<&str>,
+        extra_tools: Option<Arc<Value>>,
+        warnings: &mut Vec<String>,
+    ) -> Settings {
+        let model_name = args
+            .model
+            .as_deref()
+            .or(body_model)
+            .or(env_model.filter(|s| !s.is_empty()))
+            .unwrap_or(models::default_model())
+            .to_string();
+        let model = models::lookup(&model_name);
+        if model.is_none() {
+            warnings.push(format!(
+                "unknown model '{model_name}': counting with {} as an estimate{}",
+                args.encoding.unwrap_or(Encoding::O200kBase),
+                if args.context_window.is_some() {
+                    ""
+                } else {
+                    "; pass --context-window N to give it a window"
+                }
+            ));
+        }
+        let encoding = args
+            .encoding
+            .or(model.map(|m| m.encoding))
+            .unwrap_or(Encoding::O200kBase);
+        let (image, image_known) = match model.and_then(|m| m.image) {
+            Some(rule) => (rule, true),
+            None => (ImageRule::OpenAi(OpenAiImageScheme::Tiles { base: 85, tile: 170 }), false),
+        };
+        Settings {
+            model,
+            encoding,
+            context_window: args.context_window.or(model.map(|m| m.context_window)),
+            message_tokens: model.map_or(3, |m| m.message_tokens),
+            name_tokens: model.map_or(1, |m| m.name_tokens),
+            image,
+            image_known,
+            tool_overhead: model.map_or(0, |m| m.tool_overhead),
+            exact: model.is_some_and(|m| m.exact)
+                && encoding.is_exact()
+                && args.encoding.is_none_or(|e| e == model.map_or(e, |m| m.encoding)),
+            image_size: args.image_size,
+            extra_tools,
+            model_name,
+        }
+    }
+
+    /// Whether the model names a Claude model (used to detect the Anthropic dialect).
+    pub fn is_claude(name: Option<&str>) -> bool {
+        name.and_then(models::lookup).is_some_and(|m| m.provider == "anthropic")
+    }
+
+    /// Whether a model accepts `input_audio` parts (unknown models are given the benefit).
+    pub fn accepts_audio(name: Option<&str>) -> bool {
+        match name.map(models::lookup) {
+            Some(Some(m)) => m.audio,
+            Some(None) => true,
+            None => false,
+        }
+    }
+
+    /// The window, or an error saying how to give one.
+    pub fn window(&self) -> Result<u64> {
+        match self.context_window {
+            Some(w) => Ok(w),
+            None => bail!(
+                "model '{}' has no known context window; pass --context-window N",
+                self.model_name
+            ),
+        }
+    }
+
+    /// Resolves a budget: `N` as is, `P%` of the window.
+    pub fn budget_tokens(&self, b: Budget) -> Result<u64> {
+        Ok(match b {
+            Budget::Tokens(n) => n,
+            Budget::Percent(p) => (self.window()? as f64 * p / 100.0).floor() as u64,
+        })
+    }
+
+    /// The budget commands use without `--budget`: window − reserve, where the reserve is
+    /// `--reserve`, else the body's output limit, else 4096.
+    pub fn default_budget(&self, reserve: Option<u64>, body_max_tokens: Option<u64>) -> Result<u64> {
+        let reserve = reserve.or(body_max_tokens).unwrap_or(4096);
+        let w = self.window()?;
+        if reserve >= w {
+            bail!("the reserve ({reserve} tokens) leaves nothing of the {w}-token window");
+        }
+        Ok(w - reserve)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(args: &ModelArgs, body: Option<&str>, env: Option<&str>) -> (Settings, Vec<String>) {
+        let mut w = Vec::new();
+        let s = Settings::resolve(args, body, env, None, &mut w);
+        (s, w)
+    }
+
+    #[test]
+    fn model_precedence_is_flag_body_env_default() {
+        let flag = ModelArgs { model: Some("gpt-4".into()), ..Default::default() };
+        assert_eq!(settings(&flag, Some("gpt-4o-mini"), Some("o3")).0.model_name, "gpt-4");
+        let none = ModelArgs::default();
+        assert_eq!(settings(&none, Some("gpt-4o-mini"), Some("o3")).0.model_name, "gpt-4o-mini");
+        assert_eq!(settings(&none, None, Some("o3")).0.model_name, "o3");
+        assert_eq!(settings(&none, None, None).0.model_name, "gpt-4o");
+    }
+
+    #[test]
+    fn unknown_model_warns_and_has_no_window() {
+        let (s, w) = settings(&ModelArgs::default(), Some("my-model"), None);
+        assert_eq!(w.len(), 1);
+        assert!(s.window().is_err());
+        assert!(s.budget_tokens(Budget::Percent(50.0)).is_err());
+        assert_eq!(s.budget_tokens(Budget::Tokens(10)).unwrap(), 10);
+        assert!(!s.exact);
+        let args = ModelArgs { context_window: Some(1000), ..Default::default() };
+        let (s, _) = settings(&args, Some("my-model"), None);
+        assert_eq!(s.budget_tokens(Budget::Percent(50.0)).unwrap(), 500);
+    }
+
+    #[test]
+    fn budgets_and_reserves() {
+        let (s, _) = settings(&ModelArgs::default(), Some("gpt-4o"), None);
+        assert_eq!(s.budget_tokens(Budget::Percent(50.0)).unwrap(), 64000);
+        assert_eq!(s.default_budget(None, None).unwrap(), 128000 - 4096);
+        assert_eq!(s.default_budget(None, Some(1000)).unwrap(), 127000);
+        assert_eq!(s.default_budget(Some(8000), Some(1000)).unwrap(), 120000);
+        assert_eq!("80%".parse::<Budget>().unwrap(), Budget::Percent(80.0));
+        assert_eq!("6_000".parse::<Budget>().unwrap(), Budget::Tokens(6000));
+        assert!("0%".parse::<Budget>().is_err());
+        assert!("lots".parse::<Budget>().is_err());
+    }
+
+    #[test]
+    fn encoding_override_makes_counts_inexact() {
+        let args = ModelArgs { encoding: Some(Encoding::Cl100kBase), ..Default::default() };
+        let (s, _) = settings(&args, Some("gpt-4o"), None);
+        assert_eq!(s.encoding, Encoding::Cl100kBase);
+        assert!(!s.exact);
+        let args = ModelArgs { encoding: Some(Encoding::O200kBase), ..Default::default() };
+        assert!(settings(&args, Some("gpt-4o"), None).0.exact);
+    }
+}
