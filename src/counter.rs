@@ -222,6 +222,8 @@ impl<'a> Counter<'a> {
         }
         if let Some(id) = m.get("tool_call_id").and_then(Value::as_str) {
             acc.tokens += self.text(id)?;
+        }
+        if matches!(m.get("role").and_then(Value::as_str), Some("tool" | "function")) {
             acc.estimate("tool results are counted with an estimated format");
         }
         if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {

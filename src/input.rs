@@ -19,13 +19,16 @@ pub struct Origin {
     pub file: Option<String>,
     /// The document's position in its file (or in stdin), from 0.
     pub index: usize,
+    /// False when the error is about the file itself (it could not be opened).
+    pub in_document: bool,
 }
 
 impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.file {
-            Some(file) => write!(f, "{file}: document {}", self.index),
-            None => write!(f, "document {}", self.index),
+        match (&self.file, self.in_document) {
+            (Some(file), true) => write!(f, "{file}: document {}", self.index),
+            (Some(file), false) => write!(f, "{file}"),
+            (None, _) => write!(f, "document {}", self.index),
         }
     }
 }
@@ -64,7 +67,7 @@ impl Iterator for Documents {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some((name, stream, index)) = &mut self.current {
-                let origin = Origin { file: name.clone(), index: *index };
+                let origin = Origin { file: name.clone(), index: *index, in_document: true };
                 match stream.next() {
                     None => self.current = None,
                     Some(Ok(v)) => {
@@ -93,7 +96,7 @@ impl Iterator for Documents {
                     match File::open(&path) {
                         Ok(f) => (Some(name), Box::new(f)),
                         Err(e) => {
-                            let origin = Origin { file: Some(name), index: 0 };
+                            let origin = Origin { file: Some(name), index: 0, in_document: false };
                             return Some((origin, Err(anyhow!("cannot open: {e}"))));
                         }
                     }

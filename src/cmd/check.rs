@@ -259,6 +259,14 @@ pub fn check(doc: &Document) -> Vec<Finding> {
                 let what = if doc.dialect == Dialect::Openai { "tool message without tool_call_id" } else { "tool_result without tool_use_id" };
                 let hint = if m.get("tool_call_ids").is_some() { " (`tool_call_ids` is not an API field)" } else { "" };
                 push(Severity::Error, "missing-result-id", &rel, format!("{what}{hint}"));
+                if !in_exchange {
+                    push(
+                        Severity::Error,
+                        "orphan-result",
+                        &rel,
+                        "tool result does not follow an assistant message with tool calls".into(),
+                    );
+                }
                 continue;
             }
             if r.answers.is_none() {
