@@ -205,7 +205,11 @@ impl Conversation {
                 i += 1;
                 UnitKind::Single
             };
-            units.push(Unit { kind, start, end: i });
+            units.push(Unit {
+                kind,
+                start,
+                end: i,
+            });
         }
         for (u, unit) in units.iter().enumerate() {
             for m in unit.range() {
@@ -218,7 +222,12 @@ impl Conversation {
         let turns: Vec<usize> = (0..msgs.len())
             .filter(|&i| msgs[i].role == Role::User && !msgs[i].only_results)
             .collect();
-        Conversation { task: turns.first().copied(), turns, messages: msgs, units }
+        Conversation {
+            task: turns.first().copied(),
+            turns,
+            messages: msgs,
+            units,
+        }
     }
 
     /// For each unit, whether it must be kept.
@@ -286,7 +295,10 @@ fn pair_results(msgs: &mut [Message], range: std::ops::Range<usize>) {
             continue;
         }
         for (c, call) in msgs[m].calls.iter().enumerate() {
-            let r = CallRef { message: m, call: c };
+            let r = CallRef {
+                message: m,
+                call: c,
+            };
             if call.legacy {
                 legacy_open.push(r);
             } else {
@@ -344,7 +356,10 @@ fn read_message(m: &Value, dialect: Dialect) -> Message {
             }
             if matches!(role, Role::Tool | Role::Function) {
                 results.push(ToolResult {
-                    id: m.get("tool_call_id").and_then(Value::as_str).map(str::to_string),
+                    id: m
+                        .get("tool_call_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
                     name: m.get("name").and_then(Value::as_str).map(str::to_string),
                     path: String::new(),
                     is_error: false,
@@ -364,7 +379,10 @@ fn read_message(m: &Value, dialect: Dialect) -> Message {
                             legacy: false,
                         }),
                         Some("tool_result") => results.push(ToolResult {
-                            id: b.get("tool_use_id").and_then(Value::as_str).map(str::to_string),
+                            id: b
+                                .get("tool_use_id")
+                                .and_then(Value::as_str)
+                                .map(str::to_string),
                             name: None,
                             path: format!(".content[{k}]"),
                             is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
@@ -382,7 +400,13 @@ fn read_message(m: &Value, dialect: Dialect) -> Message {
     if dialect == Dialect::Openai {
         other_content = !matches!(role, Role::Tool | Role::Function);
     }
-    Message { only_results: !results.is_empty() && !other_content, role, calls, results, unit: 0 }
+    Message {
+        only_results: !results.is_empty() && !other_content,
+        role,
+        calls,
+        results,
+        unit: 0,
+    }
 }
 
 #[cfg(test)]
@@ -414,11 +438,23 @@ mod tests {
         use UnitKind::*;
         assert_eq!(
             kinds(&c),
-            vec![(System, 0, 1), (Single, 1, 2), (ToolExchange, 2, 5), (ToolExchange, 5, 7), (Single, 7, 8)]
+            vec![
+                (System, 0, 1),
+                (Single, 1, 2),
+                (ToolExchange, 2, 5),
+                (ToolExchange, 5, 7),
+                (Single, 7, 8)
+            ]
         );
         assert_eq!(c.task, Some(1));
         // The reused id "a" pairs with the call of its own exchange, not the first one.
-        assert_eq!(c.messages[6].results[0].answers, Some(CallRef { message: 5, call: 0 }));
+        assert_eq!(
+            c.messages[6].results[0].answers,
+            Some(CallRef {
+                message: 5,
+                call: 0
+            })
+        );
         assert_eq!(c.tool_names(6), vec!["h"]);
         assert_eq!(c.tool_names(4), vec!["g"]);
     }
@@ -434,10 +470,19 @@ mod tests {
         ]);
         let c = Conversation::new(msgs.as_array().unwrap(), Dialect::Anthropic);
         use UnitKind::*;
-        assert_eq!(kinds(&c), vec![(Single, 0, 1), (ToolExchange, 1, 4), (Single, 4, 5)]);
+        assert_eq!(
+            kinds(&c),
+            vec![(Single, 0, 1), (ToolExchange, 1, 4), (Single, 4, 5)]
+        );
         assert_eq!(c.turns, vec![0, 4]);
         assert!(c.messages[3].only_results);
-        assert_eq!(c.messages[3].results[0].answers, Some(CallRef { message: 2, call: 0 }));
+        assert_eq!(
+            c.messages[3].results[0].answers,
+            Some(CallRef {
+                message: 2,
+                call: 0
+            })
+        );
     }
 
     #[test]
@@ -451,7 +496,13 @@ mod tests {
         let c = Conversation::new(msgs.as_array().unwrap(), Dialect::Openai);
         assert_eq!(c.units.len(), 3);
         assert_eq!(c.units[1].range(), 1..3);
-        assert_eq!(c.messages[2].results[0].answers, Some(CallRef { message: 1, call: 0 }));
+        assert_eq!(
+            c.messages[2].results[0].answers,
+            Some(CallRef {
+                message: 1,
+                call: 0
+            })
+        );
         assert_eq!(c.units[2].kind, UnitKind::ToolExchange);
     }
 
@@ -468,11 +519,27 @@ mod tests {
         let p = c.pinned_units(&PinOptions::default()).unwrap();
         assert_eq!(p, vec![true, true, false, false, false]);
         let p = c
-            .pinned_units(&PinOptions { drop_system: true, no_keep_task: true, pins: vec![-1, 2] })
+            .pinned_units(&PinOptions {
+                drop_system: true,
+                no_keep_task: true,
+                pins: vec![-1, 2],
+            })
             .unwrap();
         assert_eq!(p, vec![false, false, true, false, true]);
-        assert!(c.pinned_units(&PinOptions { pins: vec![5], ..Default::default() }).is_err());
-        assert!(c.pinned_units(&PinOptions { pins: vec![-6], ..Default::default() }).is_err());
+        assert!(
+            c.pinned_units(&PinOptions {
+                pins: vec![5],
+                ..Default::default()
+            })
+            .is_err()
+        );
+        assert!(
+            c.pinned_units(&PinOptions {
+                pins: vec![-6],
+                ..Default::default()
+            })
+            .is_err()
+        );
     }
 
     /// One generated step of an OpenAI conversation.
@@ -483,7 +550,11 @@ mod tests {
         Assistant,
         /// An exchange with `calls` parallel calls (ids drawn from a small pool, so they repeat
         /// across exchanges), answered by `answered` of them.
-        Exchange { calls: usize, answered: usize, ids: Vec<u8> },
+        Exchange {
+            calls: usize,
+            answered: usize,
+            ids: Vec<u8>,
+        },
         Orphan,
     }
 
@@ -514,11 +585,17 @@ mod tests {
                         exchanges.last_mut().expect("checked").1 = msgs.len();
                     }
                 }
-                Step::Exchange { calls, answered, ids } => {
+                Step::Exchange {
+                    calls,
+                    answered,
+                    ids,
+                } => {
                     let start = msgs.len();
                     let tc: Vec<Value> = (0..*calls)
-                        .map(|k| json!({"id": format!("call_{}", ids[k]), "type": "function",
-                                        "function": {"name": format!("t{k}"), "arguments": "{}"}}))
+                        .map(|k| {
+                            json!({"id": format!("call_{}", ids[k]), "type": "function",
+                                        "function": {"name": format!("t{k}"), "arguments": "{}"}})
+                        })
                         .collect();
                     msgs.push(json!({"role": "assistant", "content": null, "tool_calls": tc}));
                     for id in &ids[..*answered] {

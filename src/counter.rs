@@ -74,7 +74,12 @@ impl DocumentCount {
 
     /// The document's input tokens.
     pub fn total(&self) -> usize {
-        self.fixed() + self.messages.iter().map(MessageTokens::total).sum::<usize>()
+        self.fixed()
+            + self
+                .messages
+                .iter()
+                .map(MessageTokens::total)
+                .sum::<usize>()
     }
 }
 
@@ -99,10 +104,21 @@ impl Acc<'_> {
 }
 
 /// Anthropic block types counted by their text without a warning.
-const KNOWN_ANTHROPIC: &[&str] = &["document", "search_result", "container_upload", "web_search_result"];
+const KNOWN_ANTHROPIC: &[&str] = &[
+    "document",
+    "search_result",
+    "container_upload",
+    "web_search_result",
+];
 
 /// Keys whose strings are binary payloads, never text the model reads as tokens.
-const BINARY_KEYS: &[&str] = &["data", "signature", "encrypted_content", "encrypted_index", "file_data"];
+const BINARY_KEYS: &[&str] = &[
+    "data",
+    "signature",
+    "encrypted_content",
+    "encrypted_index",
+    "file_data",
+];
 
 impl<'a> Counter<'a> {
     /// A counter for `dialect` under `settings`.
@@ -133,9 +149,14 @@ impl<'a> Counter<'a> {
             });
         }
         if self.dialect == Dialect::Anthropic && self.settings.exact {
-            notes.estimates.insert("Anthropic documents are counted with estimated overheads".into());
+            notes
+                .estimates
+                .insert("Anthropic documents are counted with estimated overheads".into());
         }
-        let mut out = DocumentCount { priming: REPLY_PRIMING, ..Default::default() };
+        let mut out = DocumentCount {
+            priming: REPLY_PRIMING,
+            ..Default::default()
+        };
         // Tool definitions: the body's, else --tools for bare arrays.
         let tools_src = doc.body().map(|b| (b.get("tools"), b.get("functions")));
         let (tools, functions) = match (tools_src, &self.settings.extra_tools) {
@@ -147,21 +168,30 @@ impl<'a> Counter<'a> {
             _ => (None, None),
         };
         {
-            let mut acc = Acc { tokens: 0, exact: true, notes: &mut notes };
+            let mut acc = Acc {
+                tokens: 0,
+                exact: true,
+                notes: &mut notes,
+            };
             match self.dialect {
                 Dialect::Openai => self
                     .openai_tools(tools.as_ref(), functions.as_ref(), &mut acc)
                     .context("tool definitions")?,
-                Dialect::Anthropic => {
-                    self.anthropic_tools(tools.as_ref(), &mut acc).context("tool definitions")?
-                }
+                Dialect::Anthropic => self
+                    .anthropic_tools(tools.as_ref(), &mut acc)
+                    .context("tool definitions")?,
             }
             out.tools = acc.tokens;
             exact &= acc.exact;
         }
         if let Some(system) = doc.body().and_then(|b| b.get("system")) {
-            let mut acc = Acc { tokens: 0, exact: true, notes: &mut notes };
-            self.anthropic_content(system, &mut acc).context(".system")?;
+            let mut acc = Acc {
+                tokens: 0,
+                exact: true,
+                notes: &mut notes,
+            };
+            self.anthropic_content(system, &mut acc)
+                .context(".system")?;
             out.system = acc.tokens + if acc.tokens > 0 { self.overhead() } else { 0 };
             exact &= acc.exact;
         }
@@ -183,7 +213,11 @@ impl<'a> Counter<'a> {
 
     /// Counts one message (content and overhead).
     pub fn message(&self, m: &Value, notes: &mut Notes) -> Result<MessageTokens> {
-        let mut acc = Acc { tokens: 0, exact: true, notes };
+        let mut acc = Acc {
+            tokens: 0,
+            exact: true,
+            notes,
+        };
         let mut overhead = self.settings.message_tokens;
         if let Some(role) = m.get("role").and_then(Value::as_str) {
             acc.tokens += self.text(role)?;
@@ -200,7 +234,11 @@ impl<'a> Counter<'a> {
                 }
             }
         }
-        Ok(MessageTokens { content: acc.tokens, overhead: overhead.max(0) as usize, exact: acc.exact })
+        Ok(MessageTokens {
+            content: acc.tokens,
+            overhead: overhead.max(0) as usize,
+            exact: acc.exact,
+        })
     }
 
     fn openai_message(&self, m: &Value, acc: &mut Acc) -> Result<()> {
@@ -209,7 +247,8 @@ impl<'a> Counter<'a> {
             Some(Value::String(s)) => acc.tokens += self.text(s)?,
             Some(Value::Array(parts)) => {
                 for (k, p) in parts.iter().enumerate() {
-                    self.openai_part(p, acc).with_context(|| format!(".content[{k}]"))?;
+                    self.openai_part(p, acc)
+                        .with_context(|| format!(".content[{k}]"))?;
                 }
             }
             Some(other) => {
@@ -223,7 +262,10 @@ impl<'a> Counter<'a> {
         if let Some(id) = m.get("tool_call_id").and_then(Value::as_str) {
             acc.tokens += self.text(id)?;
         }
-        if matches!(m.get("role").and_then(Value::as_str), Some("tool" | "function")) {
+        if matches!(
+            m.get("role").and_then(Value::as_str),
+            Some("tool" | "function")
+        ) {
             acc.estimate("tool results are counted with an estimated format");
         }
         if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
@@ -234,7 +276,8 @@ impl<'a> Counter<'a> {
             }
         }
         if let Some(fc) = m.get("function_call").filter(|f| f.is_object()) {
-            self.call(fc.get("name"), fc.get("arguments"), acc).context(".function_call")?;
+            self.call(fc.get("name"), fc.get("arguments"), acc)
+                .context(".function_call")?;
         }
         Ok(())
     }
@@ -275,7 +318,8 @@ impl<'a> Counter<'a> {
                         iu.get("detail").and_then(Value::as_str),
                     ),
                 };
-                acc.tokens += self.image_tokens(image::data_url_dimensions(url), detail, acc) as usize;
+                acc.tokens +=
+                    self.image_tokens(image::data_url_dimensions(url), detail, acc) as usize;
             }
             "input_audio" => {
                 let data = p
@@ -288,17 +332,23 @@ impl<'a> Counter<'a> {
                 acc.estimate("audio is estimated at 10 tokens a second (128 kbit/s assumed)");
             }
             "file" => {
-                if let Some(n) = p.get("file").and_then(|f| f.get("filename")).and_then(Value::as_str) {
+                if let Some(n) = p
+                    .get("file")
+                    .and_then(|f| f.get("filename"))
+                    .and_then(Value::as_str)
+                {
                     acc.tokens += self.text(n)?;
                 }
                 acc.estimate("file parts: the file's content cannot be counted offline");
             }
             _ => {
                 self.text_leaves(p, acc)?;
-                acc.estimate(format!("unknown content part type '{ty}' counted by its text"));
-                acc.notes
-                    .warnings
-                    .insert(format!("unknown content part type '{ty}': kept, counted by its text"));
+                acc.estimate(format!(
+                    "unknown content part type '{ty}' counted by its text"
+                ));
+                acc.notes.warnings.insert(format!(
+                    "unknown content part type '{ty}': kept, counted by its text"
+                ));
             }
         }
         Ok(())
@@ -314,13 +364,18 @@ impl<'a> Counter<'a> {
             ));
         }
         let needs_size = !(low
-            && matches!(self.settings.image, ImageRule::OpenAi(OpenAiImageScheme::Tiles { .. })));
+            && matches!(
+                self.settings.image,
+                ImageRule::OpenAi(OpenAiImageScheme::Tiles { .. })
+            ));
         let (w, h) = match dims {
             Some(d) => d,
             None => {
                 if needs_size {
                     let (w, h) = self.settings.image_size;
-                    acc.estimate(format!("images of unknown size counted as {w}x{h} (--image-size)"));
+                    acc.estimate(format!(
+                        "images of unknown size counted as {w}x{h} (--image-size)"
+                    ));
                 }
                 self.settings.image_size
             }
@@ -359,7 +414,8 @@ impl<'a> Counter<'a> {
             Value::String(s) => acc.tokens += self.text(s)?,
             Value::Array(blocks) => {
                 for (k, b) in blocks.iter().enumerate() {
-                    self.anthropic_block(b, acc).with_context(|| format!("[{k}]"))?;
+                    self.anthropic_block(b, acc)
+                        .with_context(|| format!("[{k}]"))?;
                 }
             }
             Value::Null => {}
@@ -379,7 +435,10 @@ impl<'a> Counter<'a> {
             "image" => {
                 let src = b.get("source").unwrap_or(&Value::Null);
                 let dims = match src.get("type").and_then(Value::as_str) {
-                    Some("base64") => src.get("data").and_then(Value::as_str).and_then(image::base64_dimensions),
+                    Some("base64") => src
+                        .get("data")
+                        .and_then(Value::as_str)
+                        .and_then(image::base64_dimensions),
                     _ => None,
                 };
                 acc.tokens += self.image_tokens(dims, None, acc) as usize;
@@ -415,7 +474,12 @@ impl<'a> Counter<'a> {
         Ok(())
     }
 
-    fn openai_tools(&self, tools: Option<&Value>, functions: Option<&Value>, acc: &mut Acc) -> Result<()> {
+    fn openai_tools(
+        &self,
+        tools: Option<&Value>,
+        functions: Option<&Value>,
+        acc: &mut Acc,
+    ) -> Result<()> {
         let mut defs: Vec<&Value> = Vec::new();
         for t in tools.and_then(Value::as_array).into_iter().flatten() {
             match (t.get("type").and_then(Value::as_str), t.get("function")) {
@@ -431,7 +495,11 @@ impl<'a> Counter<'a> {
             return Ok(());
         }
         // OpenAI cookbook "How to count tokens with tiktoken", section 7.
-        let func_init = if self.settings.encoding == Encoding::Cl100kBase { 10 } else { 7 };
+        let func_init = if self.settings.encoding == Encoding::Cl100kBase {
+            10
+        } else {
+            7
+        };
         let func_end = 12;
         let total_before = acc.tokens;
         for f in defs {
@@ -442,7 +510,10 @@ impl<'a> Counter<'a> {
                 acc.estimate("tool definitions without a description are estimated");
             }
             let desc = desc.unwrap_or("");
-            acc.tokens += self.text(&format!("{name}:{}", desc.strip_suffix('.').unwrap_or(desc)))?;
+            acc.tokens += self.text(&format!(
+                "{name}:{}",
+                desc.strip_suffix('.').unwrap_or(desc)
+            ))?;
             if let Some(props) = f.get("parameters").and_then(|p| p.get("properties")) {
                 self.properties(props, acc)?;
             }
@@ -495,7 +566,10 @@ impl<'a> Counter<'a> {
                     }
                 }
             }
-            acc.tokens += self.text(&format!("{key}:{ty}:{}", desc.strip_suffix('.').unwrap_or(desc)))?;
+            acc.tokens += self.text(&format!(
+                "{key}:{ty}:{}",
+                desc.strip_suffix('.').unwrap_or(desc)
+            ))?;
             if let Some(nested) = p.get("properties") {
                 acc.estimate("nested tool parameter schemas are estimated");
                 self.properties(nested, acc)?;

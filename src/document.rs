@@ -71,33 +71,35 @@ impl Document {
     ) -> Result<Document> {
         let shape = match &value {
             Value::Array(_) => Shape::Array,
-            Value::Object(o) => {
-                match o.get("messages") {
-                    Some(Value::Array(_)) => Shape::Body,
-                    Some(other) => bail!(
-                        "`.messages` must be an array of messages, found {}",
-                        kind(other)
-                    ),
-                    None if o.contains_key("input") => bail!(
-                        "this looks like an OpenAI Responses API body (`input`), which is not supported yet; send Chat Completions `messages`"
-                    ),
-                    None if o.contains_key("contents") => bail!(
-                        "this looks like a Gemini body (`contents`), which is not supported yet; send OpenAI or Anthropic `messages`"
-                    ),
-                    None if o.contains_key("prompt") => bail!(
-                        "this looks like a legacy completions body (`prompt`), which is not supported; send chat `messages`"
-                    ),
-                    None => bail!(
-                        "expected an array of messages or a request body with `messages`, found an object without `messages`"
-                    ),
-                }
-            }
+            Value::Object(o) => match o.get("messages") {
+                Some(Value::Array(_)) => Shape::Body,
+                Some(other) => bail!(
+                    "`.messages` must be an array of messages, found {}",
+                    kind(other)
+                ),
+                None if o.contains_key("input") => bail!(
+                    "this looks like an OpenAI Responses API body (`input`), which is not supported yet; send Chat Completions `messages`"
+                ),
+                None if o.contains_key("contents") => bail!(
+                    "this looks like a Gemini body (`contents`), which is not supported yet; send OpenAI or Anthropic `messages`"
+                ),
+                None if o.contains_key("prompt") => bail!(
+                    "this looks like a legacy completions body (`prompt`), which is not supported; send chat `messages`"
+                ),
+                None => bail!(
+                    "expected an array of messages or a request body with `messages`, found an object without `messages`"
+                ),
+            },
             other => bail!(
                 "expected an array of messages or a request body with `messages`, found {}",
                 kind(other)
             ),
         };
-        let mut doc = Document { root: value, shape, dialect: Dialect::Openai };
+        let mut doc = Document {
+            root: value,
+            shape,
+            dialect: Dialect::Openai,
+        };
         for (i, m) in doc.messages().iter().enumerate() {
             if !m.is_object() {
                 bail!(
@@ -121,14 +123,16 @@ impl Document {
             }
         }
         let has_anthropic_block = self.messages().iter().any(|m| {
-            m.get("content").and_then(Value::as_array).is_some_and(|parts| {
-                parts.iter().any(|p| {
-                    p.get("type").and_then(Value::as_str).is_some_and(|t| {
-                        ANTHROPIC_BLOCKS.contains(&t) || t.ends_with("_tool_result")
-                    }) || (p.get("type").and_then(Value::as_str) == Some("image")
-                        && p.get("source").is_some())
+            m.get("content")
+                .and_then(Value::as_array)
+                .is_some_and(|parts| {
+                    parts.iter().any(|p| {
+                        p.get("type").and_then(Value::as_str).is_some_and(|t| {
+                            ANTHROPIC_BLOCKS.contains(&t) || t.ends_with("_tool_result")
+                        }) || (p.get("type").and_then(Value::as_str) == Some("image")
+                            && p.get("source").is_some())
+                    })
                 })
-            })
         });
         if has_anthropic_block || model_is_claude(self.body_model()) {
             Dialect::Anthropic
@@ -227,23 +231,36 @@ mod tests {
         assert_eq!((d.shape, d.dialect), (Shape::Body, Dialect::Anthropic));
         let d = parse(json!({"model": "claude-sonnet-4", "messages": []})).unwrap();
         assert_eq!(d.dialect, Dialect::Anthropic);
-        let d = parse(json!([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x"}]}]))
-            .unwrap();
+        let d = parse(
+            json!([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x"}]}]),
+        )
+        .unwrap();
         assert_eq!(d.dialect, Dialect::Anthropic);
-        let d = Document::parse(json!({"system": "s", "messages": []}), Some(Dialect::Openai), |_| false)
-            .unwrap();
+        let d = Document::parse(
+            json!({"system": "s", "messages": []}),
+            Some(Dialect::Openai),
+            |_| false,
+        )
+        .unwrap();
         assert_eq!(d.dialect, Dialect::Openai);
     }
 
     #[test]
     fn names_unsupported_formats() {
-        let e = parse(json!({"model": "gpt-4.1", "input": "hi"})).unwrap_err().to_string();
-        assert!(e.contains("Responses API") && e.contains("not supported yet"), "{e}");
+        let e = parse(json!({"model": "gpt-4.1", "input": "hi"}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("Responses API") && e.contains("not supported yet"),
+            "{e}"
+        );
         let e = parse(json!({"contents": []})).unwrap_err().to_string();
         assert!(e.contains("Gemini"), "{e}");
         let e = parse(json!(42)).unwrap_err().to_string();
         assert!(e.contains("found a number"), "{e}");
-        let e = parse(json!([{"role": "user"}, "oops"])).unwrap_err().to_string();
+        let e = parse(json!([{"role": "user"}, "oops"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("message 1 (.[1])"), "{e}");
     }
 }

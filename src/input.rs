@@ -49,7 +49,13 @@ impl Documents {
         } else {
             files
                 .iter()
-                .map(|f| if f.as_os_str() == "-" { None } else { Some(f.clone()) })
+                .map(|f| {
+                    if f.as_os_str() == "-" {
+                        None
+                    } else {
+                        Some(f.clone())
+                    }
+                })
                 .collect()
         };
         if list.iter().any(Option::is_none) && io::stdin().is_terminal() {
@@ -57,7 +63,10 @@ impl Documents {
                 "no input: stdin is a terminal; pipe a conversation in (ctx count < chat.json) or name files (ctx count chat.json)"
             );
         }
-        Ok(Documents { files: list.into_iter(), current: None })
+        Ok(Documents {
+            files: list.into_iter(),
+            current: None,
+        })
     }
 }
 
@@ -67,7 +76,11 @@ impl Iterator for Documents {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some((name, stream, index)) = &mut self.current {
-                let origin = Origin { file: name.clone(), index: *index, in_document: true };
+                let origin = Origin {
+                    file: name.clone(),
+                    index: *index,
+                    in_document: true,
+                };
                 match stream.next() {
                     None => self.current = None,
                     Some(Ok(v)) => {
@@ -96,7 +109,11 @@ impl Iterator for Documents {
                     match File::open(&path) {
                         Ok(f) => (Some(name), Box::new(f)),
                         Err(e) => {
-                            let origin = Origin { file: Some(name), index: 0, in_document: false };
+                            let origin = Origin {
+                                file: Some(name),
+                                index: 0,
+                                in_document: false,
+                            };
                             return Some((origin, Err(anyhow!("cannot open: {e}"))));
                         }
                     }

@@ -22,8 +22,10 @@ use ctx::output::{self, Stdout};
 /// stdout, one output per input document, in order.
 #[derive(Parser, Debug)]
 #[command(name = "ctx", version, propagate_version = true, max_term_width = 100)]
-#[command(after_help = "Exit codes: 0 success, 1 a check failed (over budget, errors found), \
-2 usage or input error, 3 cannot fit the budget, 4 summarizer failed.")]
+#[command(
+    after_help = "Exit codes: 0 success, 1 a check failed (over budget, errors found), \
+2 usage or input error, 3 cannot fit the budget, 4 summarizer failed."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -50,7 +52,9 @@ fn main() -> ExitCode {
     let code = match &cli.command {
         Command::Models(args) => single(cmd::models::run(args)),
         Command::Count(args) => match cmd::count::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input.files, args.output_flags.quiet, |o, v| r.process(o, v)),
+            Ok(r) => filter(&args.input.files, args.output_flags.quiet, |o, v| {
+                r.process(o, v)
+            }),
             Err(e) => fail(&e),
         },
         Command::Check(args) => {

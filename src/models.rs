@@ -90,7 +90,9 @@ struct Table {
 
 fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
-    T.get_or_init(|| parse_table(TABLE).expect("data/models.json is valid (checked by a unit test)"))
+    T.get_or_init(|| {
+        parse_table(TABLE).expect("data/models.json is valid (checked by a unit test)")
+    })
 }
 
 fn parse_table(text: &str) -> Result<Table> {
@@ -105,7 +107,10 @@ fn parse_table(text: &str) -> Result<Table> {
             Some(Value::Object(o)) if o.contains_key("tiles") => {
                 let t: [u32; 2] = serde_json::from_value(o["tiles"].clone())
                     .with_context(|| format!("model {}: image.tiles", m.name))?;
-                Some(ImageRule::OpenAi(OpenAiImageScheme::Tiles { base: t[0], tile: t[1] }))
+                Some(ImageRule::OpenAi(OpenAiImageScheme::Tiles {
+                    base: t[0],
+                    tile: t[1],
+                }))
             }
             Some(Value::Object(o)) if o.contains_key("patches") => {
                 let multiplier = o["patches"]
@@ -131,7 +136,11 @@ fn parse_table(text: &str) -> Result<Table> {
             source: m.source,
         });
     }
-    Ok(Table { default_model: raw.default_model, models, raw: Value::Array(rows) })
+    Ok(Table {
+        default_model: raw.default_model,
+        models,
+        raw: Value::Array(rows),
+    })
 }
 
 /// The model used when neither flag, body nor `CTX_MODEL` names one.
@@ -154,8 +163,7 @@ pub fn lookup(name: &str) -> Option<&'static Model> {
     models
         .iter()
         .filter(|m| {
-            base.starts_with(&m.name)
-                && base[m.name.len()..].starts_with(['-', '.', ':', '@', '_'])
+            base.starts_with(&m.name) && base[m.name.len()..].starts_with(['-', '.', ':', '@', '_'])
         })
         .max_by_key(|m| m.name.len())
 }
@@ -198,15 +206,32 @@ mod tests {
     fn resolves_prefixes_snapshots_and_fine_tunes() {
         assert_eq!(lookup("gpt-4o").unwrap().name, "gpt-4o");
         assert_eq!(lookup("gpt-4o-2024-08-06").unwrap().name, "gpt-4o");
-        assert_eq!(lookup("gpt-4o-mini-2024-07-18").unwrap().name, "gpt-4o-mini");
-        assert_eq!(lookup("ft:gpt-4o-mini-2024-07-18:acme::abc123").unwrap().name, "gpt-4o-mini");
+        assert_eq!(
+            lookup("gpt-4o-mini-2024-07-18").unwrap().name,
+            "gpt-4o-mini"
+        );
+        assert_eq!(
+            lookup("ft:gpt-4o-mini-2024-07-18:acme::abc123")
+                .unwrap()
+                .name,
+            "gpt-4o-mini"
+        );
         assert_eq!(lookup("openai/gpt-4.1-nano").unwrap().name, "gpt-4.1-nano");
         assert_eq!(lookup("gpt-4-0613").unwrap().name, "gpt-4");
-        assert_eq!(lookup("gpt-4-turbo-2024-04-09").unwrap().name, "gpt-4-turbo");
+        assert_eq!(
+            lookup("gpt-4-turbo-2024-04-09").unwrap().name,
+            "gpt-4-turbo"
+        );
         assert_eq!(lookup("gpt-3.5-turbo-0301").unwrap().message_tokens, 4);
-        assert_eq!(lookup("claude-sonnet-4-20250514").unwrap().name, "claude-sonnet-4");
+        assert_eq!(
+            lookup("claude-sonnet-4-20250514").unwrap().name,
+            "claude-sonnet-4"
+        );
         assert_eq!(lookup("claude-opus-4-8").unwrap().name, "claude-opus-4");
-        assert_eq!(lookup("anthropic/claude-3-5-haiku-latest").unwrap().name, "claude-3-5-haiku");
+        assert_eq!(
+            lookup("anthropic/claude-3-5-haiku-latest").unwrap().name,
+            "claude-3-5-haiku"
+        );
         assert_eq!(lookup("llama3.1:8b").unwrap().name, "llama3.1");
         assert_eq!(lookup("o3-mini-2025-01-31").unwrap().name, "o3-mini");
         assert!(lookup("gpt-4ox").is_none());

@@ -49,8 +49,14 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once(['x', 'X'])
         .ok_or_else(|| format!("'{s}' is not WIDTHxHEIGHT"))?;
-    let w: u32 = w.trim().parse().map_err(|_| format!("'{s}' is not WIDTHxHEIGHT"))?;
-    let h: u32 = h.trim().parse().map_err(|_| format!("'{s}' is not WIDTHxHEIGHT"))?;
+    let w: u32 = w
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not WIDTHxHEIGHT"))?;
+    let h: u32 = h
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not WIDTHxHEIGHT"))?;
     if w == 0 || h == 0 {
         return Err(format!("'{s}': sizes must be positive"));
     }
@@ -170,7 +176,13 @@ impl Settings {
             .unwrap_or(Encoding::O200kBase);
         let (image, image_known) = match model.and_then(|m| m.image) {
             Some(rule) => (rule, true),
-            None => (ImageRule::OpenAi(OpenAiImageScheme::Tiles { base: 85, tile: 170 }), false),
+            None => (
+                ImageRule::OpenAi(OpenAiImageScheme::Tiles {
+                    base: 85,
+                    tile: 170,
+                }),
+                false,
+            ),
         };
         Settings {
             model,
@@ -183,7 +195,9 @@ impl Settings {
             tool_overhead: model.map_or(0, |m| m.tool_overhead),
             exact: model.is_some_and(|m| m.exact)
                 && encoding.is_exact()
-                && args.encoding.is_none_or(|e| e == model.map_or(e, |m| m.encoding)),
+                && args
+                    .encoding
+                    .is_none_or(|e| e == model.map_or(e, |m| m.encoding)),
             image_size: args.image_size,
             extra_tools,
             model_name,
@@ -192,7 +206,8 @@ impl Settings {
 
     /// Whether the model names a Claude model (used to detect the Anthropic dialect).
     pub fn is_claude(name: Option<&str>) -> bool {
-        name.and_then(models::lookup).is_some_and(|m| m.provider == "anthropic")
+        name.and_then(models::lookup)
+            .is_some_and(|m| m.provider == "anthropic")
     }
 
     /// Whether a model accepts `input_audio` parts (unknown models are given the benefit).
@@ -225,7 +240,11 @@ impl Settings {
 
     /// The budget commands use without `--budget`: window − reserve, where the reserve is
     /// `--reserve`, else the body's output limit, else 4096.
-    pub fn default_budget(&self, reserve: Option<u64>, body_max_tokens: Option<u64>) -> Result<u64> {
+    pub fn default_budget(
+        &self,
+        reserve: Option<u64>,
+        body_max_tokens: Option<u64>,
+    ) -> Result<u64> {
         let reserve = reserve.or(body_max_tokens).unwrap_or(4096);
         let w = self.window()?;
         if reserve >= w {
@@ -239,7 +258,11 @@ impl Settings {
 mod tests {
     use super::*;
 
-    fn settings(args: &ModelArgs, body: Option<&str>, env: Option<&str>) -> (Settings, Vec<String>) {
+    fn settings(
+        args: &ModelArgs,
+        body: Option<&str>,
+        env: Option<&str>,
+    ) -> (Settings, Vec<String>) {
         let mut w = Vec::new();
         let s = Settings::resolve(args, body, env, None, &mut w);
         (s, w)
@@ -247,10 +270,23 @@ mod tests {
 
     #[test]
     fn model_precedence_is_flag_body_env_default() {
-        let flag = ModelArgs { model: Some("gpt-4".into()), ..Default::default() };
-        assert_eq!(settings(&flag, Some("gpt-4o-mini"), Some("o3")).0.model_name, "gpt-4");
+        let flag = ModelArgs {
+            model: Some("gpt-4".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            settings(&flag, Some("gpt-4o-mini"), Some("o3"))
+                .0
+                .model_name,
+            "gpt-4"
+        );
         let none = ModelArgs::default();
-        assert_eq!(settings(&none, Some("gpt-4o-mini"), Some("o3")).0.model_name, "gpt-4o-mini");
+        assert_eq!(
+            settings(&none, Some("gpt-4o-mini"), Some("o3"))
+                .0
+                .model_name,
+            "gpt-4o-mini"
+        );
         assert_eq!(settings(&none, None, Some("o3")).0.model_name, "o3");
         assert_eq!(settings(&none, None, None).0.model_name, "gpt-4o");
     }
@@ -263,7 +299,10 @@ mod tests {
         assert!(s.budget_tokens(Budget::Percent(50.0)).is_err());
         assert_eq!(s.budget_tokens(Budget::Tokens(10)).unwrap(), 10);
         assert!(!s.exact);
-        let args = ModelArgs { context_window: Some(1000), ..Default::default() };
+        let args = ModelArgs {
+            context_window: Some(1000),
+            ..Default::default()
+        };
         let (s, _) = settings(&args, Some("my-model"), None);
         assert_eq!(s.budget_tokens(Budget::Percent(50.0)).unwrap(), 500);
     }
@@ -283,11 +322,17 @@ mod tests {
 
     #[test]
     fn encoding_override_makes_counts_inexact() {
-        let args = ModelArgs { encoding: Some(Encoding::Cl100kBase), ..Default::default() };
+        let args = ModelArgs {
+            encoding: Some(Encoding::Cl100kBase),
+            ..Default::default()
+        };
         let (s, _) = settings(&args, Some("gpt-4o"), None);
         assert_eq!(s.encoding, Encoding::Cl100kBase);
         assert!(!s.exact);
-        let args = ModelArgs { encoding: Some(Encoding::O200kBase), ..Default::default() };
+        let args = ModelArgs {
+            encoding: Some(Encoding::O200kBase),
+            ..Default::default()
+        };
         assert!(settings(&args, Some("gpt-4o"), None).0.exact);
     }
 }

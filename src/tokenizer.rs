@@ -157,8 +157,16 @@ mod tests {
 
     #[test]
     fn parse_rejects_unknown() {
-        assert_eq!(Encoding::parse("cl100k_base").unwrap(), Encoding::Cl100kBase);
-        assert!(Encoding::parse("gpt2").unwrap_err().to_string().contains("o200k_base"));
+        assert_eq!(
+            Encoding::parse("cl100k_base").unwrap(),
+            Encoding::Cl100kBase
+        );
+        assert!(
+            Encoding::parse("gpt2")
+                .unwrap_err()
+                .to_string()
+                .contains("o200k_base")
+        );
     }
 
     #[test]

@@ -104,7 +104,14 @@ impl<'a> Runner<'a> {
     }
 }
 
-const OPENAI_ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool", "function"];
+const OPENAI_ROLES: &[&str] = &[
+    "system",
+    "developer",
+    "user",
+    "assistant",
+    "tool",
+    "function",
+];
 const OPENAI_PARTS: &[&str] = &["text", "image_url", "input_audio", "file", "refusal"];
 const ANTHROPIC_BLOCKS: &[&str] = &[
     "text",
@@ -132,7 +139,13 @@ pub fn check(doc: &Document) -> Vec<Finding> {
 
     for (i, (m, info)) in msgs.iter().zip(&convo.messages).enumerate() {
         let mut push = |severity, code, rel: &str, message: String| {
-            out.push(Finding { severity, code, index: Some(i), path: at(i, rel), message });
+            out.push(Finding {
+                severity,
+                code,
+                index: Some(i),
+                path: at(i, rel),
+                message,
+            });
         };
         // Roles.
         match &info.role {
@@ -145,22 +158,40 @@ pub fn check(doc: &Document) -> Vec<Finding> {
                     Some(r) => format!("role must be a string, found {}", kind(r)),
                 },
             ),
-            Role::Other(r) => push(Severity::Warning, "unknown-role", ".role", format!("unknown role '{r}'")),
-            r if doc.dialect == Dialect::Anthropic && !matches!(r, Role::User | Role::Assistant) => {
+            Role::Other(r) => push(
+                Severity::Warning,
+                "unknown-role",
+                ".role",
+                format!("unknown role '{r}'"),
+            ),
+            r if doc.dialect == Dialect::Anthropic
+                && !matches!(r, Role::User | Role::Assistant) =>
+            {
                 if r.is_system() {
                     push(
                         Severity::Warning,
                         "system-in-messages",
                         ".role",
-                        format!("role '{}' inside messages (Anthropic takes `system` at the top level)", r.name()),
+                        format!(
+                            "role '{}' inside messages (Anthropic takes `system` at the top level)",
+                            r.name()
+                        ),
                     )
                 } else {
-                    push(Severity::Warning, "unknown-role", ".role", format!("role '{}' in an Anthropic conversation", r.name()))
+                    push(
+                        Severity::Warning,
+                        "unknown-role",
+                        ".role",
+                        format!("role '{}' in an Anthropic conversation", r.name()),
+                    )
                 }
             }
-            r if doc.dialect == Dialect::Openai && !OPENAI_ROLES.contains(&r.name()) => {
-                push(Severity::Warning, "unknown-role", ".role", format!("unknown role '{}'", r.name()))
-            }
+            r if doc.dialect == Dialect::Openai && !OPENAI_ROLES.contains(&r.name()) => push(
+                Severity::Warning,
+                "unknown-role",
+                ".role",
+                format!("unknown role '{}'", r.name()),
+            ),
             _ => {}
         }
         // Content and parts.
@@ -170,15 +201,29 @@ pub fn check(doc: &Document) -> Vec<Finding> {
                 for (k, p) in parts.iter().enumerate() {
                     let rel = format!(".content[{k}]");
                     let Some(ty) = p.get("type").and_then(Value::as_str) else {
-                        push(Severity::Error, "part-without-type", &rel, "content part has no type".into());
+                        push(
+                            Severity::Error,
+                            "part-without-type",
+                            &rel,
+                            "content part has no type".into(),
+                        );
                         continue;
                     };
                     let known = match doc.dialect {
                         Dialect::Openai => OPENAI_PARTS.contains(&ty),
-                        Dialect::Anthropic => ANTHROPIC_BLOCKS.contains(&ty) || ty.ends_with("_tool_result"),
+                        Dialect::Anthropic => {
+                            ANTHROPIC_BLOCKS.contains(&ty) || ty.ends_with("_tool_result")
+                        }
                     };
                     if !known {
-                        push(Severity::Warning, "unknown-part-type", &rel, format!("unknown content part type '{ty}' (kept and counted by its text)"));
+                        push(
+                            Severity::Warning,
+                            "unknown-part-type",
+                            &rel,
+                            format!(
+                                "unknown content part type '{ty}' (kept and counted by its text)"
+                            ),
+                        );
                     }
                     if ty == "input_audio" && !Settings::accepts_audio(doc.body_model()) {
                         push(
@@ -189,9 +234,21 @@ pub fn check(doc: &Document) -> Vec<Finding> {
                         );
                     }
                     if ty == "image_url" {
-                        let url = p.get("image_url").and_then(|u| u.get("url").or(Some(u))).and_then(Value::as_str).unwrap_or("");
-                        if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("data:")) {
-                            push(Severity::Warning, "image-url", &format!("{rel}.image_url.url"), "image url is neither http(s) nor a data: URL".into());
+                        let url = p
+                            .get("image_url")
+                            .and_then(|u| u.get("url").or(Some(u)))
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        if !(url.starts_with("http://")
+                            || url.starts_with("https://")
+                            || url.starts_with("data:"))
+                        {
+                            push(
+                                Severity::Warning,
+                                "image-url",
+                                &format!("{rel}.image_url.url"),
+                                "image url is neither http(s) nor a data: URL".into(),
+                            );
                         }
                     }
                     if ty == "tool_use" {
@@ -201,31 +258,70 @@ pub fn check(doc: &Document) -> Vec<Finding> {
                                 Severity::Error,
                                 "invalid-arguments",
                                 &format!("{rel}.input"),
-                                format!("tool_use input must be a JSON object, found {}", other.map_or("nothing", kind)),
+                                format!(
+                                    "tool_use input must be a JSON object, found {}",
+                                    other.map_or("nothing", kind)
+                                ),
                             ),
                         }
                     }
                 }
             }
-            Some(other) => push(Severity::Error, "invalid-content", ".content", format!("content must be a string, null or an array of parts, found {}", kind(other))),
+            Some(other) => push(
+                Severity::Error,
+                "invalid-content",
+                ".content",
+                format!(
+                    "content must be a string, null or an array of parts, found {}",
+                    kind(other)
+                ),
+            ),
         }
         // Calls: ids and arguments.
         if doc.dialect == Dialect::Openai {
             if let Some(tc) = m.get("tool_calls").filter(|v| !v.is_null()) {
                 if !tc.is_array() {
-                    push(Severity::Error, "invalid-tool-calls", ".tool_calls", format!("tool_calls must be an array, found {}", kind(tc)));
+                    push(
+                        Severity::Error,
+                        "invalid-tool-calls",
+                        ".tool_calls",
+                        format!("tool_calls must be an array, found {}", kind(tc)),
+                    );
                 }
             }
-            for (k, c) in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            for (k, c) in m
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
                 let rel = format!(".tool_calls[{k}]");
                 if c.get("id").and_then(Value::as_str).is_none() {
-                    push(Severity::Error, "missing-call-id", &rel, "tool call has no id".into());
+                    push(
+                        Severity::Error,
+                        "missing-call-id",
+                        &rel,
+                        "tool call has no id".into(),
+                    );
                 }
                 let f = c.get("function");
-                if f.and_then(|f| f.get("name")).and_then(Value::as_str).is_none() {
-                    push(Severity::Error, "missing-tool-name", &format!("{rel}.function.name"), "tool call has no function name".into());
+                if f.and_then(|f| f.get("name"))
+                    .and_then(Value::as_str)
+                    .is_none()
+                {
+                    push(
+                        Severity::Error,
+                        "missing-tool-name",
+                        &format!("{rel}.function.name"),
+                        "tool call has no function name".into(),
+                    );
                 }
-                check_arguments(f.and_then(|f| f.get("arguments")), &format!("{rel}.function.arguments"), &mut push);
+                check_arguments(
+                    f.and_then(|f| f.get("arguments")),
+                    &format!("{rel}.function.arguments"),
+                    &mut push,
+                );
             }
             if let Some(fc) = m.get("function_call").filter(|f| f.is_object()) {
                 check_arguments(fc.get("arguments"), ".function_call.arguments", &mut push);
@@ -236,7 +332,12 @@ pub fn check(doc: &Document) -> Vec<Finding> {
         for c in &info.calls {
             let Some(id) = c.id.as_deref() else { continue };
             if !seen.insert(id) {
-                push(Severity::Error, "duplicate-call-id", &c.path, format!("call id '{id}' is used twice in one message"));
+                push(
+                    Severity::Error,
+                    "duplicate-call-id",
+                    &c.path,
+                    format!("call id '{id}' is used twice in one message"),
+                );
             }
             match first_use.get(id) {
                 Some(&first) if first != i => push(
@@ -254,11 +355,28 @@ pub fn check(doc: &Document) -> Vec<Finding> {
         // Results: ids and pairing.
         let in_exchange = convo.units[info.unit].kind == UnitKind::ToolExchange;
         for r in &info.results {
-            let rel = if r.path.is_empty() { String::new() } else { r.path.clone() };
+            let rel = if r.path.is_empty() {
+                String::new()
+            } else {
+                r.path.clone()
+            };
             if r.id.is_none() && !r.legacy {
-                let what = if doc.dialect == Dialect::Openai { "tool message without tool_call_id" } else { "tool_result without tool_use_id" };
-                let hint = if m.get("tool_call_ids").is_some() { " (`tool_call_ids` is not an API field)" } else { "" };
-                push(Severity::Error, "missing-result-id", &rel, format!("{what}{hint}"));
+                let what = if doc.dialect == Dialect::Openai {
+                    "tool message without tool_call_id"
+                } else {
+                    "tool_result without tool_use_id"
+                };
+                let hint = if m.get("tool_call_ids").is_some() {
+                    " (`tool_call_ids` is not an API field)"
+                } else {
+                    ""
+                };
+                push(
+                    Severity::Error,
+                    "missing-result-id",
+                    &rel,
+                    format!("{what}{hint}"),
+                );
                 if !in_exchange {
                     push(
                         Severity::Error,
@@ -270,19 +388,34 @@ pub fn check(doc: &Document) -> Vec<Finding> {
                 continue;
             }
             if r.answers.is_none() {
-                let id = r.id.as_deref().map_or("(legacy function)".to_string(), |s| format!("'{s}'"));
+                let id =
+                    r.id.as_deref()
+                        .map_or("(legacy function)".to_string(), |s| format!("'{s}'"));
                 let why = if in_exchange {
                     "matches no unanswered call of the preceding assistant message".to_string()
                 } else {
                     "does not follow an assistant message with tool calls".to_string()
                 };
-                let rel = if doc.dialect == Dialect::Openai && !r.legacy { format!("{rel}.tool_call_id") } else { rel };
-                push(Severity::Error, "orphan-result", &rel, format!("tool result {id} {why}"));
+                let rel = if doc.dialect == Dialect::Openai && !r.legacy {
+                    format!("{rel}.tool_call_id")
+                } else {
+                    rel
+                };
+                push(
+                    Severity::Error,
+                    "orphan-result",
+                    &rel,
+                    format!("tool result {id} {why}"),
+                );
             }
         }
     }
     // Unanswered calls (except in the final message: a loop in progress).
-    for unit in convo.units.iter().filter(|u| u.kind == UnitKind::ToolExchange) {
+    for unit in convo
+        .units
+        .iter()
+        .filter(|u| u.kind == UnitKind::ToolExchange)
+    {
         let mut answered = HashSet::new();
         for m in unit.range() {
             for r in &convo.messages[m].results {
@@ -298,7 +431,9 @@ pub fn check(doc: &Document) -> Vec<Finding> {
             for (k, c) in convo.messages[m].calls.iter().enumerate() {
                 if !answered.contains(&(m, k)) {
                     let name = c.name.as_deref().unwrap_or("?");
-                    let id = c.id.as_deref().map_or(String::new(), |id| format!(" '{id}'"));
+                    let id =
+                        c.id.as_deref()
+                            .map_or(String::new(), |id| format!(" '{id}'"));
                     out.push(Finding {
                         severity: Severity::Error,
                         code: "unanswered-call",
@@ -315,9 +450,18 @@ pub fn check(doc: &Document) -> Vec<Finding> {
 }
 
 /// Errors for `arguments` that are not a JSON string holding a JSON object.
-fn check_arguments(args: Option<&Value>, rel: &str, push: &mut impl FnMut(Severity, &'static str, &str, String)) {
+fn check_arguments(
+    args: Option<&Value>,
+    rel: &str,
+    push: &mut impl FnMut(Severity, &'static str, &str, String),
+) {
     match args {
-        None => push(Severity::Error, "invalid-arguments", rel, "tool call has no arguments".into()),
+        None => push(
+            Severity::Error,
+            "invalid-arguments",
+            rel,
+            "tool call has no arguments".into(),
+        ),
         Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
             Ok(Value::Object(_)) => {}
             Ok(Value::String(_)) => push(
@@ -326,9 +470,24 @@ fn check_arguments(args: Option<&Value>, rel: &str, push: &mut impl FnMut(Severi
                 rel,
                 "arguments decode to a string, not an object (double-encoded?)".into(),
             ),
-            Ok(other) => push(Severity::Error, "invalid-arguments", rel, format!("arguments decode to {}, not an object", kind(&other))),
-            Err(e) => push(Severity::Error, "invalid-arguments", rel, format!("arguments are not valid JSON: {e}")),
+            Ok(other) => push(
+                Severity::Error,
+                "invalid-arguments",
+                rel,
+                format!("arguments decode to {}, not an object", kind(&other)),
+            ),
+            Err(e) => push(
+                Severity::Error,
+                "invalid-arguments",
+                rel,
+                format!("arguments are not valid JSON: {e}"),
+            ),
         },
-        Some(other) => push(Severity::Error, "invalid-arguments", rel, format!("arguments must be a JSON string, found {}", kind(other))),
+        Some(other) => push(
+            Severity::Error,
+            "invalid-arguments",
+            rel,
+            format!("arguments must be a JSON string, found {}", kind(other)),
+        ),
     }
 }

@@ -71,19 +71,34 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// Reads what the whole run shares (the `--tools` file).
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let tools = args.model.tools.as_deref().map(read_tools_file).transpose()?;
+        let tools = args
+            .model
+            .tools
+            .as_deref()
+            .map(read_tools_file)
+            .transpose()?;
         Ok(Runner { args, env, tools })
     }
 
     /// Counts one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let p = prepare(value, &self.args.input, &self.args.model, self.env, self.tools.clone())?;
+        let p = prepare(
+            value,
+            &self.args.input,
+            &self.args.model,
+            self.env,
+            self.tools.clone(),
+        )?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;
         let tokens = count.total() as u64;
         let mut warnings = p.warnings;
         let window = p.settings.context_window;
-        let budget = self.args.budget.map(|b| p.settings.budget_tokens(b)).transpose()?;
+        let budget = self
+            .args
+            .budget
+            .map(|b| p.settings.budget_tokens(b))
+            .transpose()?;
         let over = budget.is_some_and(|b| tokens > b);
 
         let convo = Conversation::new(p.doc.messages(), p.doc.dialect);
@@ -152,7 +167,11 @@ impl<'a> Runner<'a> {
             Format::Total => format!("{tokens}\n").into_bytes(),
             Format::Table => table(&report).into_bytes(),
         };
-        Ok(Outcome { stdout, code: u8::from(over), warnings })
+        Ok(Outcome {
+            stdout,
+            code: u8::from(over),
+            warnings,
+        })
     }
 }
 
@@ -179,7 +198,11 @@ fn table(r: &Value) -> String {
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let tokens = n(&r["tokens"]);
     let mut out = String::new();
-    let exact = if r["exact"] == json!(true) { "exact" } else { "estimate" };
+    let exact = if r["exact"] == json!(true) {
+        "exact"
+    } else {
+        "estimate"
+    };
     out += &format!(
         "model      {} ({}, {}, {})\n",
         r["model"].as_str().unwrap_or(""),
@@ -277,7 +300,10 @@ mod tests {
     #[test]
     fn bar_shows_usage_and_budget() {
         assert_eq!(bar(0, 100, None), format!("[{}]", ".".repeat(40)));
-        assert_eq!(bar(50, 100, None), format!("[{}{}]", "#".repeat(20), ".".repeat(20)));
+        assert_eq!(
+            bar(50, 100, None),
+            format!("[{}{}]", "#".repeat(20), ".".repeat(20))
+        );
         assert_eq!(bar(200, 100, None), format!("[{}]", "#".repeat(40)));
         let b = bar(10, 100, Some(50));
         assert_eq!(b.chars().nth(21), Some('|'));

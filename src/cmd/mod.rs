@@ -48,7 +48,9 @@ pub struct Env {
 impl Env {
     /// Reads the process environment.
     pub fn from_process() -> Env {
-        Env { model: std::env::var("CTX_MODEL").ok().filter(|s| !s.is_empty()) }
+        Env {
+            model: std::env::var("CTX_MODEL").ok().filter(|s| !s.is_empty()),
+        }
     }
 }
 
@@ -83,9 +85,18 @@ pub fn prepare(
         Settings::is_claude(model.model.as_deref().or(body_model).or(flag_or_env))
     })?;
     let mut warnings = Vec::new();
-    let settings =
-        Settings::resolve(model, doc.body_model(), env.model.as_deref(), extra_tools, &mut warnings);
-    Ok(Prepared { doc, settings, warnings })
+    let settings = Settings::resolve(
+        model,
+        doc.body_model(),
+        env.model.as_deref(),
+        extra_tools,
+        &mut warnings,
+    );
+    Ok(Prepared {
+        doc,
+        settings,
+        warnings,
+    })
 }
 
 /// The exit code for a failed document (SPEC §5): usage and input errors are 2.
