@@ -83,6 +83,14 @@ impl DocumentCount {
     }
 }
 
+/// Turns an error whose contexts are path segments (`.content`, `[2]`) into one line:
+/// `message 3 (.messages[3].content[2]): <cause>`.
+fn located(e: anyhow::Error, what: &str, base: &str) -> anyhow::Error {
+    let chain: Vec<String> = e.chain().map(ToString::to_string).collect();
+    let (cause, segments) = chain.split_last().expect("an error has a cause");
+    anyhow::anyhow!("{what} ({base}{}): {cause}", segments.concat())
+}
+
 /// Counts documents under one set of [`Settings`].
 pub struct Counter<'a> {
     pub settings: &'a Settings,
@@ -176,10 +184,10 @@ impl<'a> Counter<'a> {
             match self.dialect {
                 Dialect::Openai => self
                     .openai_tools(tools.as_ref(), functions.as_ref(), &mut acc)
-                    .context("tool definitions")?,
+                    .map_err(|e| located(e, "tool definitions", ".tools"))?,
                 Dialect::Anthropic => self
                     .anthropic_tools(tools.as_ref(), &mut acc)
-                    .context("tool definitions")?,
+                    .map_err(|e| located(e, "tool definitions", ".tools"))?,
             }
             out.tools = acc.tokens;
             exact &= acc.exact;
@@ -191,7 +199,7 @@ impl<'a> Counter<'a> {
                 notes: &mut notes,
             };
             self.anthropic_content(system, &mut acc)
-                .context(".system")?;
+                .map_err(|e| located(e, "system prompt", ".system"))?;
             out.system = acc.tokens + if acc.tokens > 0 { self.overhead() } else { 0 };
             exact &= acc.exact;
         }
@@ -199,7 +207,7 @@ impl<'a> Counter<'a> {
         for (i, m) in doc.messages().iter().enumerate() {
             let mt = self
                 .message(m, &mut out.notes)
-                .with_context(|| format!("message {i} ({})", doc.message_path(i)))?;
+                .map_err(|e| located(e, &format!("message {i}"), &doc.message_path(i)))?;
             exact &= mt.exact;
             out.messages.push(mt);
         }
@@ -244,7 +252,7 @@ impl<'a> Counter<'a> {
     fn openai_message(&self, m: &Value, acc: &mut Acc) -> Result<()> {
         match m.get("content") {
             None | Some(Value::Null) => {}
-            Some(Value::String(s)) => acc.tokens += self.text(s)?,
+            Some(Value::String(s)) => acc.tokens += self.text(s).context(".content")?,
             Some(Value::Array(parts)) => {
                 for (k, p) in parts.iter().enumerate() {
                     self.openai_part(p, acc)
