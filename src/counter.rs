@@ -352,10 +352,10 @@ impl<'a> Counter<'a> {
             _ => {
                 self.text_leaves(p, acc)?;
                 acc.estimate(format!(
-                    "unknown content part type '{ty}' counted by its text"
+                    "unknown content part type {ty:?} counted by its text"
                 ));
                 acc.notes.warnings.insert(format!(
-                    "unknown content part type '{ty}': kept, counted by its text"
+                    "unknown content part type {ty:?}: kept, counted by its text"
                 ));
             }
         }
@@ -474,7 +474,7 @@ impl<'a> Counter<'a> {
                 self.text_leaves(b, acc)?;
                 if !ty.ends_with("_tool_result") && !KNOWN_ANTHROPIC.contains(&ty) {
                     acc.notes.warnings.insert(format!(
-                        "unknown content block type '{ty}': kept, counted by its text"
+                        "unknown content block type {ty:?}: kept, counted by its text"
                     ));
                 }
             }

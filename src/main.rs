@@ -67,8 +67,13 @@ fn main() -> ExitCode {
 
 /// Reports a setup error and returns exit code 2.
 fn fail(e: &anyhow::Error) -> u8 {
-    eprintln!("ctx: {e:#}");
+    eprintln!("ctx: {}", one_line(&format!("{e:#}")));
     2
+}
+
+/// Keeps every diagnostic on one line, whatever text from the input it quotes.
+fn one_line(s: &str) -> String {
+    s.replace('\r', "\\r").replace('\n', "\\n")
 }
 
 /// A closed stdout ends quietly with 0; any other write error is reported with 2.
@@ -115,7 +120,7 @@ fn filter(
                     let mut err = stderr.lock();
                     for w in out.warnings {
                         if warned.insert(w.clone()) {
-                            let _ = writeln!(err, "ctx: warning: {w}");
+                            let _ = writeln!(err, "ctx: warning: {}", one_line(&w));
                         }
                     }
                 }
@@ -125,7 +130,8 @@ fn filter(
                 }
             }
             Err(e) => {
-                let _ = writeln!(stderr.lock(), "ctx: {origin}: {e:#}");
+                let line = one_line(&format!("{origin}: {e:#}"));
+                let _ = writeln!(stderr.lock(), "ctx: {line}");
                 code = worse(code, cmd::exit_code(&e));
             }
         }
@@ -153,6 +159,11 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn diagnostics_stay_on_one_line() {
+        assert_eq!(one_line("model 'a\nb'\r"), "model 'a\\nb'\\r");
     }
 
     #[test]

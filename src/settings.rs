@@ -161,7 +161,7 @@ impl Settings {
         let model = models::lookup(&model_name);
         if model.is_none() {
             warnings.push(format!(
-                "unknown model '{model_name}': counting with {} as an estimate{}",
+                "unknown model {model_name:?}: counting with {} as an estimate{}",
                 args.encoding.unwrap_or(Encoding::O200kBase),
                 if args.context_window.is_some() {
                     ""
@@ -224,7 +224,7 @@ impl Settings {
         match self.context_window {
             Some(w) => Ok(w),
             None => bail!(
-                "model '{}' has no known context window; pass --context-window N",
+                "model {:?} has no known context window; pass --context-window N",
                 self.model_name
             ),
         }
