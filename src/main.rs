@@ -36,6 +36,7 @@ enum Command {
     Count(cmd::count::Args),
     Check(cmd::check::Args),
     Models(cmd::models::Args),
+    Truncate(cmd::truncate::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,15 +53,26 @@ fn main() -> ExitCode {
     let code = match &cli.command {
         Command::Models(args) => single(cmd::models::run(args)),
         Command::Count(args) => match cmd::count::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input.files, args.output_flags.quiet, |o, v| {
+            Ok(r) => filter(&args.input.files, args.output_flags.quiet, None, |o, v| {
                 r.process(o, v)
             }),
             Err(e) => fail(&e),
         },
         Command::Check(args) => {
             let r = cmd::check::Runner::new(args, &env);
-            filter(&args.input.files, args.output.quiet, |o, v| r.process(o, v))
+            filter(&args.input.files, args.output.quiet, None, |o, v| {
+                r.process(o, v)
+            })
         }
+        Command::Truncate(args) => match cmd::truncate::Runner::new(args, &env) {
+            Ok(r) => filter(
+                &args.input.files,
+                args.output.quiet,
+                Some(&args.shrink),
+                |o, v| r.process(o, v),
+            ),
+            Err(e) => fail(&e),
+        },
     };
     ExitCode::from(code)
 }
@@ -98,12 +110,97 @@ fn single(result: anyhow::Result<Outcome>) -> u8 {
     }
 }
 
+/// The `--report` and `--dropped` files of a run.
+struct Sidecars {
+    report: Option<Box<dyn Write>>,
+    dropped: Option<Box<dyn Write>>,
+}
+
+impl Sidecars {
+    fn open(args: Option<&cmd::ShrinkArgs>) -> anyhow::Result<Sidecars> {
+        use anyhow::Context;
+        let open = |path: &std::path::Path, append: bool| -> anyhow::Result<Box<dyn Write>> {
+            if path.as_os_str() == "-" {
+                return Ok(Box::new(std::io::stderr()));
+            }
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(append)
+                .truncate(!append)
+                .open(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            Ok(Box::new(std::io::BufWriter::new(f)))
+        };
+        let Some(a) = args else {
+            return Ok(Sidecars { report: None, dropped: None });
+        };
+        Ok(Sidecars {
+            report: a.report.as_deref().map(|p| open(p, false)).transpose()?,
+            dropped: a.dropped.as_deref().map(|p| open(p, true)).transpose()?,
+        })
+    }
+
+    fn origin_fields(origin: &input::Origin) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        if let Some(f) = &origin.file {
+            m.insert("file".into(), f.clone().into());
+        }
+        m.insert("document".into(), origin.index.into());
+        m
+    }
+
+    fn write(w: &mut Option<Box<dyn Write>>, v: serde_json::Value) -> anyhow::Result<()> {
+        if let Some(w) = w {
+            let mut line = serde_json::to_vec(&v)?;
+            line.push(b'\n');
+            w.write_all(&line)?;
+            w.flush()?;
+        }
+        Ok(())
+    }
+
+    fn success(&mut self, origin: &input::Origin, out: &mut Outcome) -> anyhow::Result<()> {
+        if let Some(report) = out.report.take() {
+            let mut m = Self::origin_fields(origin);
+            if let serde_json::Value::Object(r) = report {
+                m.extend(r);
+            }
+            Self::write(&mut self.report, m.into())?;
+        }
+        for d in out.dropped.drain(..) {
+            let mut m = Self::origin_fields(origin);
+            m.insert("index".into(), d.index.into());
+            m.insert("reason".into(), d.reason.into());
+            m.insert("message".into(), d.message);
+            Self::write(&mut self.dropped, m.into())?;
+        }
+        Ok(())
+    }
+
+    fn failure(&mut self, origin: &input::Origin, e: &anyhow::Error, code: u8) -> anyhow::Result<()> {
+        let mut m = Self::origin_fields(origin);
+        m.insert("error".into(), format!("{e:#}").into());
+        m.insert("exit".into(), code.into());
+        if let Some(cf) = e.downcast_ref::<cmd::CannotFit>() {
+            m.insert("tokens_before".into(), cf.tokens_before.into());
+            m.insert("budget".into(), cf.budget.into());
+        }
+        Self::write(&mut self.report, m.into())
+    }
+}
+
 /// Runs `process` over every input document; returns the most severe exit code seen.
 fn filter(
     files: &[std::path::PathBuf],
     quiet: bool,
+    sidecar_args: Option<&cmd::ShrinkArgs>,
     mut process: impl FnMut(&input::Origin, serde_json::Value) -> anyhow::Result<Outcome>,
 ) -> u8 {
+    let mut sidecars = match Sidecars::open(sidecar_args) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
     let docs = match Documents::open(files) {
         Ok(d) => d,
         Err(e) => return fail(&e),
@@ -115,7 +212,10 @@ fn filter(
     for (origin, value) in docs {
         let result = value.and_then(|v| process(&origin, v));
         match result {
-            Ok(out) => {
+            Ok(mut out) => {
+                if let Err(e) = sidecars.success(&origin, &mut out) {
+                    return fail(&e.context("cannot write --report/--dropped"));
+                }
                 if !quiet {
                     let mut err = stderr.lock();
                     for w in out.warnings {
@@ -132,7 +232,11 @@ fn filter(
             Err(e) => {
                 let line = one_line(&format!("{origin}: {e:#}"));
                 let _ = writeln!(stderr.lock(), "ctx: {line}");
-                code = worse(code, cmd::exit_code(&e));
+                let c = cmd::exit_code(&e);
+                code = worse(code, c);
+                if let Err(e) = sidecars.failure(&origin, &e, c) {
+                    return fail(&e.context("cannot write --report"));
+                }
             }
         }
     }

@@ -100,6 +100,7 @@ impl<'a> Runner<'a> {
             stdout: render(&list, self.args.output.compact),
             code: u8::from(errors),
             warnings: Vec::new(),
+            ..Outcome::default()
         })
     }
 }

@@ -171,6 +171,7 @@ impl<'a> Runner<'a> {
             stdout,
             code: u8::from(over),
             warnings,
+            ..Outcome::default()
         })
     }
 }

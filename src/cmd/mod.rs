@@ -4,6 +4,7 @@
 pub mod check;
 pub mod count;
 pub mod models;
+pub mod truncate;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,6 +64,10 @@ pub struct Outcome {
     pub code: u8,
     /// Warnings for stderr.
     pub warnings: Vec<String>,
+    /// The `--report` line for this document (main adds its index and file).
+    pub report: Option<Value>,
+    /// Originals of removed or rewritten messages, for `--dropped`.
+    pub dropped: Vec<Dropped>,
 }
 
 /// A document ready for a command: recognised, with its model resolved.
@@ -99,7 +104,97 @@ pub fn prepare(
     })
 }
 
-/// The exit code for a failed document (SPEC §5): usage and input errors are 2.
-pub fn exit_code(_e: &anyhow::Error) -> u8 {
-    2
+/// The exit code for a failed document (SPEC §5): 3 when it cannot fit its budget, else 2
+/// (usage and input errors).
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<CannotFit>().is_some() {
+        3
+    } else {
+        2
+    }
+}
+
+/// The budget is smaller than what must be kept (exit 3).
+#[derive(Debug)]
+pub struct CannotFit {
+    /// Why, in words: the budget, what must be kept, and what could help.
+    pub reason: String,
+    /// The document's tokens before anything was done.
+    pub tokens_before: usize,
+    /// The budget.
+    pub budget: u64,
+}
+
+impl std::fmt::Display for CannotFit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot fit in {} tokens: {}", self.budget, self.reason)
+    }
+}
+
+impl std::error::Error for CannotFit {}
+
+/// Flags shared by the commands that change messages.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ShrinkArgs {
+    /// Token budget: N tokens, or P% of the context window (default: the window minus the
+    /// reserve).
+    #[arg(long, value_name = "N|P%")]
+    pub budget: Option<crate::settings::Budget>,
+
+    /// Tokens kept free for the reply when the budget is the default (default: the body's
+    /// max_tokens / max_completion_tokens, else 4096).
+    #[arg(long, value_name = "N")]
+    pub reserve: Option<u64>,
+
+    /// Also pin the units of these messages (input indices; negative counts from the end).
+    #[arg(long, value_name = "I,J", value_delimiter = ',', allow_hyphen_values = true)]
+    pub pin: Vec<i64>,
+
+    /// System and developer messages are not pinned.
+    #[arg(long)]
+    pub drop_system: bool,
+
+    /// The task (the first user message) is not pinned.
+    #[arg(long)]
+    pub no_keep_task: bool,
+
+    /// Write a JSON line per document (what was removed or rewritten, tokens before and after)
+    /// to FILE, or to stderr with `-`.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// Append every removed or rewritten original message, as a JSON line with its document
+    /// index, message index and reason, to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub dropped: Option<PathBuf>,
+}
+
+impl ShrinkArgs {
+    /// The pin options of these flags.
+    pub fn pins(&self) -> crate::conversation::PinOptions {
+        crate::conversation::PinOptions {
+            drop_system: self.drop_system,
+            no_keep_task: self.no_keep_task,
+            pins: self.pin.clone(),
+        }
+    }
+
+    /// The budget for a document: `--budget`, else the window minus the reserve.
+    pub fn budget(&self, p: &Prepared) -> Result<u64> {
+        match self.budget {
+            Some(b) => p.settings.budget_tokens(b),
+            None => p.settings.default_budget(self.reserve, p.doc.body_max_tokens()),
+        }
+    }
+}
+
+/// A removed or rewritten original message, for `--dropped`.
+#[derive(Debug, Clone)]
+pub struct Dropped {
+    /// Its index in the input document.
+    pub index: usize,
+    /// Why: `truncated`, `cleared`, `clipped`, `thinking`, `partial`, ...
+    pub reason: &'static str,
+    /// The original message.
+    pub message: Value,
 }

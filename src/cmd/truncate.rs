@@ -1,0 +1,645 @@
+//! `ctx truncate`: remove whole units until a document fits its budget (SPEC §4).
+//!
+//! Selection works on unit token costs computed once (each message is tokenized once), so it is
+//! linear in the number of messages (n log n for `importance`). Pinned units (system/developer,
+//! the task, `--pin`) and the newest unit are never removed; tool exchanges are removed whole, so
+//! no result loses its call. `--partial` cuts text middle-out when whole units cannot fit.
+//! [`truncate`] is the one implementation: `fit`'s truncate and partial stages call it too.
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+
+use super::{CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, ShrinkArgs, prepare};
+use crate::clip::clip_middle;
+use crate::conversation::{Conversation, PinOptions, Role, UnitKind};
+use crate::counter::{Counter, DocumentCount, Notes};
+use crate::document::{Dialect, Document};
+use crate::input::Origin;
+use crate::output::render;
+use crate::settings::{ModelArgs, read_tools_file};
+
+/// The note's default text; `{count}` is the number of messages removed at that place.
+pub const DEFAULT_NOTE: &str = "[ctx: {count} earlier messages were removed here to fit the context window]";
+
+/// Remove whole units (oldest first by default) until each document fits its budget.
+///
+/// A unit is a tool exchange (the assistant message with its calls and the results answering
+/// them), a system/developer message, or any other single message. Pinned units are never
+/// removed: system and developer messages (unless --drop-system), the task (the first user
+/// message, unless --no-keep-task) and --pin. The newest unit is always kept.
+///
+/// Example:
+///   ctx truncate --budget 6000 < session.json | ctx count --budget 6000
+///   ctx truncate --strategy importance --keep-last 40 --note < chat.json
+///
+/// Exit codes: 0 ok; 2 bad input or flags; 3 the pinned messages and the newest unit exceed the
+/// budget (and --partial cannot help): nothing is written for that document.
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub shrink: ShrinkArgs,
+
+    /// Keep at most the N newest non-system messages, rounded down to a unit boundary (the
+    /// newest unit is always kept; pinned messages do not count).
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<usize>,
+
+    /// Which units go first: the oldest, the middle (after --keep-first), or the least
+    /// important (see --weights).
+    #[arg(long, value_enum, default_value = "oldest")]
+    pub strategy: Strategy,
+
+    /// With --strategy middle: the number of units after the pinned ones kept at the start.
+    #[arg(long, value_name = "K", default_value_t = 2)]
+    pub keep_first: usize,
+
+    /// With --strategy importance: scores as key=value pairs (user, exchange, assistant,
+    /// system, other, short, short_tokens, recency); see docs/strategies.md.
+    #[arg(long, value_name = "K=V,...", value_parser = parse_weights)]
+    pub weights: Option<Weights>,
+
+    /// When whole units cannot fit, cut the largest unpinned text (tool results first)
+    /// middle-out to use the budget exactly.
+    #[arg(long)]
+    pub partial: bool,
+
+    /// Put a note where messages were removed; `{count}` is replaced by how many.
+    #[arg(long, value_name = "TEXT", num_args = 0..=1, default_missing_value = DEFAULT_NOTE)]
+    pub note: Option<String>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `--strategy` choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Strategy {
+    Oldest,
+    Middle,
+    Importance,
+}
+
+/// Importance scores (docs/strategies.md).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Weights {
+    pub user: f64,
+    pub exchange: f64,
+    pub assistant: f64,
+    pub system: f64,
+    pub other: f64,
+    /// Score of a short message (at most `short_tokens` content tokens), whatever its role.
+    pub short: f64,
+    pub short_tokens: f64,
+    /// Added in proportion to recency: 0 for the oldest unit, `recency` for the newest.
+    pub recency: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Weights {
+        Weights {
+            user: 3.0,
+            exchange: 2.0,
+            assistant: 1.5,
+            system: 2.5,
+            other: 1.0,
+            short: 0.5,
+            short_tokens: 8.0,
+            recency: 2.0,
+        }
+    }
+}
+
+fn parse_weights(s: &str) -> Result<Weights, String> {
+    let mut w = Weights::default();
+    for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = pair.split_once('=').ok_or_else(|| format!("'{pair}' is not key=value"))?;
+        let v: f64 = v.trim().parse().map_err(|_| format!("'{pair}': not a number"))?;
+        if !v.is_finite() {
+            return Err(format!("'{pair}': not a finite number"));
+        }
+        let slot = match k.trim() {
+            "user" => &mut w.user,
+            "exchange" => &mut w.exchange,
+            "assistant" => &mut w.assistant,
+            "system" => &mut w.system,
+            "other" => &mut w.other,
+            "short" => &mut w.short,
+            "short_tokens" => &mut w.short_tokens,
+            "recency" => &mut w.recency,
+            other => {
+                return Err(format!(
+                    "unknown weight '{other}' (user, exchange, assistant, system, other, short, short_tokens, recency)"
+                ));
+            }
+        };
+        *slot = v;
+    }
+    Ok(w)
+}
+
+/// What to truncate to and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub budget: u64,
+    pub keep_last: Option<usize>,
+    pub strategy: Strategy,
+    pub keep_first: usize,
+    pub weights: Weights,
+    pub partial: bool,
+    pub note: Option<String>,
+    pub pins: PinOptions,
+}
+
+/// The result of truncating one document.
+#[derive(Debug)]
+pub struct Truncation {
+    /// The document with units removed (and text cut with --partial).
+    pub doc: Document,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    /// Input indices of removed messages.
+    pub removed: Vec<usize>,
+    /// Input indices of messages cut by --partial, with tokens before and after.
+    pub partial: Vec<(usize, usize, usize)>,
+    /// Notes inserted.
+    pub notes: usize,
+    /// Originals of removed and cut messages.
+    pub dropped: Vec<Dropped>,
+}
+
+/// Truncates `doc` (already counted as `count` by `counter`) to `opts.budget`.
+pub fn truncate(
+    doc: Document,
+    counter: &Counter,
+    count: &DocumentCount,
+    opts: &Options,
+) -> Result<Truncation> {
+    let tokens_before = count.total();
+    let budget = opts.budget as usize;
+    let conv = Conversation::new(doc.messages(), doc.dialect);
+    let n = conv.units.len();
+    let unit_tokens: Vec<usize> = conv
+        .units
+        .iter()
+        .map(|u| u.range().map(|m| count.messages[m].total()).sum())
+        .collect();
+    let pinned = conv.pinned_units(&opts.pins)?;
+    let unchanged = |doc: Document| Truncation {
+        doc,
+        tokens_before,
+        tokens_after: tokens_before,
+        removed: Vec::new(),
+        partial: Vec::new(),
+        notes: 0,
+        dropped: Vec::new(),
+    };
+    let mut keep = vec![true; n];
+    let newest = n.checked_sub(1);
+    let note_matcher = opts.note.as_deref().map(NoteText::new);
+
+    // --keep-last: the N newest non-system messages, rounded down to a unit boundary.
+    if let Some(limit) = opts.keep_last {
+        let mut seen = 0usize;
+        let mut cut = false;
+        for u in (0..n).rev() {
+            if pinned[u] {
+                continue;
+            }
+            let c = conv.units[u]
+                .range()
+                .filter(|&m| !conv.messages[m].role.is_system())
+                .filter(|&m| !is_note(&doc.messages()[m], note_matcher.as_ref()))
+                .count();
+            if Some(u) == newest {
+                seen += c;
+            } else if c > 0 && (cut || seen + c > limit) {
+                keep[u] = false;
+                cut = true;
+            } else {
+                seen += c;
+            }
+        }
+    }
+    let mut total = count.fixed() + (0..n).filter(|&u| keep[u]).map(|u| unit_tokens[u]).sum::<usize>();
+    if total <= budget && keep.iter().all(|&k| k) {
+        return Ok(unchanged(doc));
+    }
+
+    // The order in which removable units go.
+    let candidates: Vec<usize> =
+        (0..n).filter(|&u| keep[u] && !pinned[u] && Some(u) != newest).collect();
+    let order: Vec<usize> = match opts.strategy {
+        Strategy::Oldest => candidates,
+        Strategy::Middle => {
+            let k = opts.keep_first.min(candidates.len());
+            candidates[k..].iter().chain(&candidates[..k]).copied().collect()
+        }
+        Strategy::Importance => {
+            let mut scored: Vec<(f64, usize)> = candidates
+                .iter()
+                .map(|&u| (importance(&conv, u, n, &count.messages, &opts.weights), u))
+                .collect();
+            scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            scored.into_iter().map(|(_, u)| u).collect()
+        }
+    };
+    let mut next = order.into_iter();
+    let first_is_user = first_non_system_is_user(&conv, &(0..n).map(|_| true).collect::<Vec<_>>());
+    let notes_cost = |keep: &[bool]| -> Result<usize> {
+        match &opts.note {
+            None => Ok(0),
+            Some(text) => gaps(&conv, keep)
+                .iter()
+                .map(|g| note_message(doc.dialect, text, g.1))
+                .map(|m| counter.message(&m, &mut Notes::default()).map(|t| t.total()))
+                .sum(),
+        }
+    };
+    loop {
+        while total > budget {
+            match next.next() {
+                Some(u) => {
+                    keep[u] = false;
+                    total -= unit_tokens[u];
+                }
+                None => break,
+            }
+        }
+        // I7: if the input's first non-system message was a user message, so is the output's.
+        if first_is_user {
+            while !first_non_system_is_user(&conv, &keep) {
+                let f = (0..n)
+                    .find(|&u| keep[u] && conv.units[u].kind != UnitKind::System)
+                    .expect("the newest unit is kept");
+                let readd = (0..f)
+                    .rev()
+                    .find(|&u| !keep[u] && starts_with_user(&conv, u))
+                    .filter(|&u| total + unit_tokens[u] <= budget);
+                if let Some(u) = readd {
+                    keep[u] = true;
+                    total += unit_tokens[u];
+                } else if !pinned[f] && Some(f) != newest {
+                    keep[f] = false;
+                    total -= unit_tokens[f];
+                } else {
+                    return Err(cannot_fit(
+                        tokens_before,
+                        opts.budget,
+                        "the first message kept would not be a user message (keep the task pinned, or raise the budget)".into(),
+                    ));
+                }
+            }
+        }
+        let notes = notes_cost(&keep)?;
+        if total + notes <= budget || next.len() == 0 {
+            total += notes;
+            break;
+        }
+    }
+
+    let dialect = doc.dialect;
+    let mut doc = doc;
+    let mut messages = std::mem::take(doc.messages_mut());
+    // (message, tokens before, tokens after, original) for each message cut by --partial.
+    let mut partial: Vec<(usize, usize, usize, Value)> = Vec::new();
+    if total > budget {
+        if !opts.partial {
+            return Err(cannot_fit(
+                tokens_before,
+                opts.budget,
+                must_keep(&conv, &keep, &pinned, &unit_tokens, count),
+            ));
+        }
+        // --partial: cut the largest unpinned texts, tool results first, middle-out.
+        let mut texts = Vec::new();
+        for u in (0..n).filter(|&u| keep[u] && !pinned[u]) {
+            for m in conv.units[u].range() {
+                for (pointer, is_result) in text_locations(&messages[m], dialect) {
+                    let len = messages[m].pointer(&pointer).and_then(Value::as_str).map_or(0, str::len);
+                    texts.push((is_result, len, m, pointer));
+                }
+            }
+        }
+        texts.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        for (_, _, m, pointer) in texts {
+            // A cut rarely lands exactly (the message's framing); a few passes settle it.
+            for _ in 0..4 {
+                if total <= budget {
+                    break;
+                }
+                let Some(text) = messages[m].pointer(&pointer).and_then(Value::as_str) else {
+                    break;
+                };
+                let text_tokens = counter.text(text)?;
+                let target = text_tokens.saturating_sub(total - budget);
+                let Some(cut) = clip_middle(counter.settings.encoding, text, target)? else {
+                    break;
+                };
+                let prev = partial.iter().position(|p| p.0 == m);
+                if prev.is_none() {
+                    partial.push((m, count.messages[m].total(), count.messages[m].total(), messages[m].clone()));
+                }
+                let i = prev.unwrap_or(partial.len() - 1);
+                *messages[m].pointer_mut(&pointer).expect("located above") = Value::String(cut);
+                let after = counter.message(&messages[m], &mut Notes::default())?.total();
+                total = total + after - partial[i].2;
+                partial[i].2 = after;
+            }
+        }
+        if total > budget {
+            return Err(cannot_fit(
+                tokens_before,
+                opts.budget,
+                format!(
+                    "{}; --partial cannot cut enough (pinned messages, tool-call arguments, thinking and images are never cut)",
+                    must_keep(&conv, &keep, &pinned, &unit_tokens, count)
+                ),
+            ));
+        }
+    }
+
+    // Assemble the output, with a note at each gap.
+    let mut out = Vec::with_capacity(messages.len());
+    let mut removed = Vec::new();
+    let mut dropped = Vec::new();
+    let mut notes = 0;
+    let mut gap = 0usize;
+    for (u, unit) in conv.units.iter().enumerate() {
+        if keep[u] {
+            if gap > 0 {
+                if let Some(text) = &opts.note {
+                    out.push(note_message(dialect, text, gap));
+                    notes += 1;
+                }
+                gap = 0;
+            }
+            out.extend(unit.range().map(|m| std::mem::take(&mut messages[m])));
+        } else {
+            gap += unit.end - unit.start;
+            for m in unit.range() {
+                removed.push(m);
+                let message = std::mem::take(&mut messages[m]);
+                dropped.push(Dropped { index: m, reason: "truncated", message });
+            }
+        }
+    }
+    let partial: Vec<(usize, usize, usize)> = partial
+        .into_iter()
+        .map(|(m, before, after, original)| {
+            dropped.push(Dropped { index: m, reason: "partial", message: original });
+            (m, before, after)
+        })
+        .collect();
+    dropped.sort_by_key(|d| d.index);
+    *doc.messages_mut() = out;
+    Ok(Truncation { doc, tokens_before, tokens_after: total, removed, partial, notes, dropped })
+}
+
+fn cannot_fit(tokens_before: usize, budget: u64, reason: String) -> anyhow::Error {
+    CannotFit { reason, tokens_before, budget }.into()
+}
+
+/// Explains what must be kept and what it costs.
+fn must_keep(
+    conv: &Conversation,
+    keep: &[bool],
+    pinned: &[bool],
+    unit_tokens: &[usize],
+    count: &DocumentCount,
+) -> String {
+    let n = conv.units.len();
+    let system: usize = (0..n)
+        .filter(|&u| pinned[u] && conv.units[u].kind == UnitKind::System)
+        .map(|u| unit_tokens[u])
+        .sum();
+    let other_pinned: usize = (0..n)
+        .filter(|&u| pinned[u] && conv.units[u].kind != UnitKind::System && u + 1 != n)
+        .map(|u| unit_tokens[u])
+        .sum();
+    let newest = if n > 0 { unit_tokens[n - 1] } else { 0 };
+    let kept: usize = (0..n).filter(|&u| keep[u]).map(|u| unit_tokens[u]).sum::<usize>() + count.fixed();
+    format!(
+        "what must be kept needs {kept} tokens: system/developer {system}, task and --pin {other_pinned}, newest unit {newest}, tools and framing {} (try --partial, --drop-system, --no-keep-task or a larger budget)",
+        count.fixed()
+    )
+}
+
+/// Whether unit `u` starts with a user message that is not only tool results.
+fn starts_with_user(conv: &Conversation, u: usize) -> bool {
+    let m = &conv.messages[conv.units[u].start];
+    m.role == Role::User && !m.only_results
+}
+
+fn first_non_system_is_user(conv: &Conversation, keep: &[bool]) -> bool {
+    (0..conv.units.len())
+        .find(|&u| keep[u] && conv.units[u].kind != UnitKind::System)
+        .is_none_or(|u| starts_with_user(conv, u))
+}
+
+/// Importance of a unit (higher is kept longer).
+fn importance(
+    conv: &Conversation,
+    u: usize,
+    n: usize,
+    messages: &[crate::counter::MessageTokens],
+    w: &Weights,
+) -> f64 {
+    let unit = conv.units[u];
+    let content: usize = unit.range().map(|m| messages[m].content).sum();
+    let base = match unit.kind {
+        UnitKind::ToolExchange => w.exchange,
+        UnitKind::System => w.system,
+        UnitKind::Single if (content as f64) <= w.short_tokens => w.short,
+        UnitKind::Single => match conv.messages[unit.start].role {
+            Role::User => w.user,
+            Role::Assistant => w.assistant,
+            _ => w.other,
+        },
+    };
+    let recency = if n > 1 { u as f64 / (n - 1) as f64 } else { 1.0 };
+    base + w.recency * recency
+}
+
+/// Runs of removed units: (position of the first kept unit after the run, messages removed).
+fn gaps(conv: &Conversation, keep: &[bool]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut gap = 0;
+    for (u, unit) in conv.units.iter().enumerate() {
+        if keep[u] {
+            if gap > 0 {
+                out.push((u, gap));
+            }
+            gap = 0;
+        } else {
+            gap += unit.end - unit.start;
+        }
+    }
+    out
+}
+
+/// The note message for a gap of `count` messages.
+fn note_message(dialect: Dialect, text: &str, count: usize) -> Value {
+    let role = match dialect {
+        Dialect::Openai => "system",
+        Dialect::Anthropic => "user",
+    };
+    json!({"role": role, "content": text.replace("{count}", &count.to_string())})
+}
+
+/// Recognises notes made from a `--note` text (so `--keep-last` does not count them).
+struct NoteText {
+    parts: Vec<String>,
+}
+
+impl NoteText {
+    fn new(text: &str) -> NoteText {
+        NoteText { parts: text.split("{count}").map(str::to_string).collect() }
+    }
+
+    fn matches(&self, s: &str) -> bool {
+        let Some(mut rest) = s.strip_prefix(self.parts[0].as_str()) else { return false };
+        for part in &self.parts[1..] {
+            let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            if digits == 0 {
+                return false;
+            }
+            rest = &rest[digits..];
+            match rest.strip_prefix(part.as_str()) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        rest.is_empty()
+    }
+}
+
+fn is_note(m: &Value, matcher: Option<&NoteText>) -> bool {
+    match (matcher, m.get("content").and_then(Value::as_str)) {
+        (Some(t), Some(c)) => t.matches(c),
+        _ => false,
+    }
+}
+
+/// JSON pointers to the texts `--partial` may cut in a message, and whether each is a tool
+/// result. Never tool-call arguments, thinking, signatures or images.
+fn text_locations(m: &Value, dialect: Dialect) -> Vec<(String, bool)> {
+    let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+    let is_result_msg = matches!(role, "tool" | "function");
+    let mut out = Vec::new();
+    match m.get("content") {
+        Some(Value::String(_)) => out.push(("/content".to_string(), is_result_msg)),
+        Some(Value::Array(parts)) => {
+            for (k, p) in parts.iter().enumerate() {
+                match p.get("type").and_then(Value::as_str) {
+                    Some("text") if p.get("text").is_some_and(Value::is_string) => {
+                        out.push((format!("/content/{k}/text"), is_result_msg))
+                    }
+                    Some("tool_result") if dialect == Dialect::Anthropic => match p.get("content") {
+                        Some(Value::String(_)) => out.push((format!("/content/{k}/content"), true)),
+                        Some(Value::Array(blocks)) => {
+                            for (j, b) in blocks.iter().enumerate() {
+                                if b.get("type").and_then(Value::as_str) == Some("text")
+                                    && b.get("text").is_some_and(Value::is_string)
+                                {
+                                    out.push((format!("/content/{k}/content/{j}/text"), true));
+                                }
+                            }
+                        }
+                        _ => {}
+                    },
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Runs `truncate` over documents.
+pub struct Runner<'a> {
+    args: &'a Args,
+    env: &'a Env,
+    tools: Option<Arc<Value>>,
+}
+
+impl<'a> Runner<'a> {
+    /// Reads what the run shares.
+    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
+        let tools = args.model.tools.as_deref().map(read_tools_file).transpose()?;
+        if args.note.as_deref().is_some_and(str::is_empty) {
+            bail!("--note needs a text (or no value for the default note)");
+        }
+        Ok(Runner { args, env, tools })
+    }
+
+    /// Truncates one document.
+    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
+        let p = prepare(value, &self.args.input, &self.args.model, self.env, self.tools.clone())?;
+        let budget = self.args.shrink.budget(&p)?;
+        let counter = Counter::new(&p.settings, p.doc.dialect);
+        let count = counter.document(&p.doc)?;
+        let opts = Options {
+            budget,
+            keep_last: self.args.keep_last,
+            strategy: self.args.strategy,
+            keep_first: self.args.keep_first,
+            weights: self.args.weights.unwrap_or_default(),
+            partial: self.args.partial,
+            note: self.args.note.clone(),
+            pins: self.args.shrink.pins(),
+        };
+        let t = truncate(p.doc, &counter, &count, &opts)?;
+        let report = json!({
+            "command": "truncate",
+            "budget": budget,
+            "tokens_before": t.tokens_before,
+            "tokens_after": t.tokens_after,
+            "removed": t.removed,
+            "partial": t.partial.iter().map(|&(i, b, a)| json!({"index": i, "tokens_before": b, "tokens_after": a})).collect::<Vec<_>>(),
+            "notes": t.notes,
+        });
+        let mut warnings = p.warnings;
+        warnings.extend(count.notes.warnings.iter().cloned());
+        Ok(Outcome {
+            stdout: render(&t.doc.into_value(), self.args.output.compact),
+            code: 0,
+            warnings,
+            report: Some(report),
+            dropped: t.dropped,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_parse_and_reject_unknown_keys() {
+        let w = parse_weights("user=5, recency=0").unwrap();
+        assert_eq!((w.user, w.recency, w.exchange), (5.0, 0.0, 2.0));
+        assert!(parse_weights("color=1").is_err());
+        assert!(parse_weights("user").is_err());
+        assert!(parse_weights("user=NaN").is_err());
+    }
+
+    #[test]
+    fn notes_are_recognised() {
+        let t = NoteText::new(DEFAULT_NOTE);
+        assert!(t.matches(&DEFAULT_NOTE.replace("{count}", "12")));
+        assert!(!t.matches(&DEFAULT_NOTE.replace("{count}", "")));
+        assert!(!t.matches("hello"));
+        let plain = NoteText::new("(trimmed)");
+        assert!(plain.matches("(trimmed)"));
+    }
+}
