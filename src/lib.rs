@@ -6,6 +6,7 @@
 //! recognises input shapes and dialects; [`cmd`] holds one file per command. Nothing here reads
 //! stdin, writes stdout or exits: that is `main.rs`'s job.
 
+pub mod clip;
 pub mod cmd;
 pub mod conversation;
 pub mod counter;

@@ -36,7 +36,7 @@ enum Command {
     Count(cmd::count::Args),
     Check(cmd::check::Args),
     Models(cmd::models::Args),
-    Truncate(cmd::truncate::Args),
+    Truncate(Box<cmd::truncate::Args>),
 }
 
 fn main() -> ExitCode {
@@ -133,7 +133,10 @@ impl Sidecars {
             Ok(Box::new(std::io::BufWriter::new(f)))
         };
         let Some(a) = args else {
-            return Ok(Sidecars { report: None, dropped: None });
+            return Ok(Sidecars {
+                report: None,
+                dropped: None,
+            });
         };
         Ok(Sidecars {
             report: a.report.as_deref().map(|p| open(p, false)).transpose()?,
@@ -178,7 +181,12 @@ impl Sidecars {
         Ok(())
     }
 
-    fn failure(&mut self, origin: &input::Origin, e: &anyhow::Error, code: u8) -> anyhow::Result<()> {
+    fn failure(
+        &mut self,
+        origin: &input::Origin,
+        e: &anyhow::Error,
+        code: u8,
+    ) -> anyhow::Result<()> {
         let mut m = Self::origin_fields(origin);
         m.insert("error".into(), format!("{e:#}").into());
         m.insert("exit".into(), code.into());

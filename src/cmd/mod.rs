@@ -147,7 +147,12 @@ pub struct ShrinkArgs {
     pub reserve: Option<u64>,
 
     /// Also pin the units of these messages (input indices; negative counts from the end).
-    #[arg(long, value_name = "I,J", value_delimiter = ',', allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "I,J",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     pub pin: Vec<i64>,
 
     /// System and developer messages are not pinned.
@@ -183,7 +188,9 @@ impl ShrinkArgs {
     pub fn budget(&self, p: &Prepared) -> Result<u64> {
         match self.budget {
             Some(b) => p.settings.budget_tokens(b),
-            None => p.settings.default_budget(self.reserve, p.doc.body_max_tokens()),
+            None => p
+                .settings
+                .default_budget(self.reserve, p.doc.body_max_tokens()),
         }
     }
 }

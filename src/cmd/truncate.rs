@@ -21,7 +21,8 @@ use crate::output::render;
 use crate::settings::{ModelArgs, read_tools_file};
 
 /// The note's default text; `{count}` is the number of messages removed at that place.
-pub const DEFAULT_NOTE: &str = "[ctx: {count} earlier messages were removed here to fit the context window]";
+pub const DEFAULT_NOTE: &str =
+    "[ctx: {count} earlier messages were removed here to fit the context window]";
 
 /// Remove whole units (oldest first by default) until each document fits its budget.
 ///
@@ -121,8 +122,13 @@ impl Default for Weights {
 fn parse_weights(s: &str) -> Result<Weights, String> {
     let mut w = Weights::default();
     for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
-        let (k, v) = pair.split_once('=').ok_or_else(|| format!("'{pair}' is not key=value"))?;
-        let v: f64 = v.trim().parse().map_err(|_| format!("'{pair}': not a number"))?;
+        let (k, v) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("'{pair}' is not key=value"))?;
+        let v: f64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{pair}': not a number"))?;
         if !v.is_finite() {
             return Err(format!("'{pair}': not a finite number"));
         }
@@ -229,19 +235,28 @@ pub fn truncate(
             }
         }
     }
-    let mut total = count.fixed() + (0..n).filter(|&u| keep[u]).map(|u| unit_tokens[u]).sum::<usize>();
+    let mut total = count.fixed()
+        + (0..n)
+            .filter(|&u| keep[u])
+            .map(|u| unit_tokens[u])
+            .sum::<usize>();
     if total <= budget && keep.iter().all(|&k| k) {
         return Ok(unchanged(doc));
     }
 
     // The order in which removable units go.
-    let candidates: Vec<usize> =
-        (0..n).filter(|&u| keep[u] && !pinned[u] && Some(u) != newest).collect();
+    let candidates: Vec<usize> = (0..n)
+        .filter(|&u| keep[u] && !pinned[u] && Some(u) != newest)
+        .collect();
     let order: Vec<usize> = match opts.strategy {
         Strategy::Oldest => candidates,
         Strategy::Middle => {
             let k = opts.keep_first.min(candidates.len());
-            candidates[k..].iter().chain(&candidates[..k]).copied().collect()
+            candidates[k..]
+                .iter()
+                .chain(&candidates[..k])
+                .copied()
+                .collect()
         }
         Strategy::Importance => {
             let mut scored: Vec<(f64, usize)> = candidates
@@ -260,7 +275,11 @@ pub fn truncate(
             Some(text) => gaps(&conv, keep)
                 .iter()
                 .map(|g| note_message(doc.dialect, text, g.1))
-                .map(|m| counter.message(&m, &mut Notes::default()).map(|t| t.total()))
+                .map(|m| {
+                    counter
+                        .message(&m, &mut Notes::default())
+                        .map(|t| t.total())
+                })
                 .sum(),
         }
     };
@@ -324,7 +343,10 @@ pub fn truncate(
         for u in (0..n).filter(|&u| keep[u] && !pinned[u]) {
             for m in conv.units[u].range() {
                 for (pointer, is_result) in text_locations(&messages[m], dialect) {
-                    let len = messages[m].pointer(&pointer).and_then(Value::as_str).map_or(0, str::len);
+                    let len = messages[m]
+                        .pointer(&pointer)
+                        .and_then(Value::as_str)
+                        .map_or(0, str::len);
                     texts.push((is_result, len, m, pointer));
                 }
             }
@@ -346,11 +368,18 @@ pub fn truncate(
                 };
                 let prev = partial.iter().position(|p| p.0 == m);
                 if prev.is_none() {
-                    partial.push((m, count.messages[m].total(), count.messages[m].total(), messages[m].clone()));
+                    partial.push((
+                        m,
+                        count.messages[m].total(),
+                        count.messages[m].total(),
+                        messages[m].clone(),
+                    ));
                 }
                 let i = prev.unwrap_or(partial.len() - 1);
                 *messages[m].pointer_mut(&pointer).expect("located above") = Value::String(cut);
-                let after = counter.message(&messages[m], &mut Notes::default())?.total();
+                let after = counter
+                    .message(&messages[m], &mut Notes::default())?
+                    .total();
                 total = total + after - partial[i].2;
                 partial[i].2 = after;
             }
@@ -388,24 +417,45 @@ pub fn truncate(
             for m in unit.range() {
                 removed.push(m);
                 let message = std::mem::take(&mut messages[m]);
-                dropped.push(Dropped { index: m, reason: "truncated", message });
+                dropped.push(Dropped {
+                    index: m,
+                    reason: "truncated",
+                    message,
+                });
             }
         }
     }
     let partial: Vec<(usize, usize, usize)> = partial
         .into_iter()
         .map(|(m, before, after, original)| {
-            dropped.push(Dropped { index: m, reason: "partial", message: original });
+            dropped.push(Dropped {
+                index: m,
+                reason: "partial",
+                message: original,
+            });
             (m, before, after)
         })
         .collect();
     dropped.sort_by_key(|d| d.index);
     *doc.messages_mut() = out;
-    Ok(Truncation { doc, tokens_before, tokens_after: total, removed, partial, notes, dropped })
+    Ok(Truncation {
+        doc,
+        tokens_before,
+        tokens_after: total,
+        removed,
+        partial,
+        notes,
+        dropped,
+    })
 }
 
 fn cannot_fit(tokens_before: usize, budget: u64, reason: String) -> anyhow::Error {
-    CannotFit { reason, tokens_before, budget }.into()
+    CannotFit {
+        reason,
+        tokens_before,
+        budget,
+    }
+    .into()
 }
 
 /// Explains what must be kept and what it costs.
@@ -426,7 +476,11 @@ fn must_keep(
         .map(|u| unit_tokens[u])
         .sum();
     let newest = if n > 0 { unit_tokens[n - 1] } else { 0 };
-    let kept: usize = (0..n).filter(|&u| keep[u]).map(|u| unit_tokens[u]).sum::<usize>() + count.fixed();
+    let kept: usize = (0..n)
+        .filter(|&u| keep[u])
+        .map(|u| unit_tokens[u])
+        .sum::<usize>()
+        + count.fixed();
     format!(
         "what must be kept needs {kept} tokens: system/developer {system}, task and --pin {other_pinned}, newest unit {newest}, tools and framing {} (try --partial, --drop-system, --no-keep-task or a larger budget)",
         count.fixed()
@@ -465,7 +519,11 @@ fn importance(
             _ => w.other,
         },
     };
-    let recency = if n > 1 { u as f64 / (n - 1) as f64 } else { 1.0 };
+    let recency = if n > 1 {
+        u as f64 / (n - 1) as f64
+    } else {
+        1.0
+    };
     base + w.recency * recency
 }
 
@@ -502,11 +560,15 @@ struct NoteText {
 
 impl NoteText {
     fn new(text: &str) -> NoteText {
-        NoteText { parts: text.split("{count}").map(str::to_string).collect() }
+        NoteText {
+            parts: text.split("{count}").map(str::to_string).collect(),
+        }
     }
 
     fn matches(&self, s: &str) -> bool {
-        let Some(mut rest) = s.strip_prefix(self.parts[0].as_str()) else { return false };
+        let Some(mut rest) = s.strip_prefix(self.parts[0].as_str()) else {
+            return false;
+        };
         for part in &self.parts[1..] {
             let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
             if digits == 0 {
@@ -543,19 +605,23 @@ fn text_locations(m: &Value, dialect: Dialect) -> Vec<(String, bool)> {
                     Some("text") if p.get("text").is_some_and(Value::is_string) => {
                         out.push((format!("/content/{k}/text"), is_result_msg))
                     }
-                    Some("tool_result") if dialect == Dialect::Anthropic => match p.get("content") {
-                        Some(Value::String(_)) => out.push((format!("/content/{k}/content"), true)),
-                        Some(Value::Array(blocks)) => {
-                            for (j, b) in blocks.iter().enumerate() {
-                                if b.get("type").and_then(Value::as_str) == Some("text")
-                                    && b.get("text").is_some_and(Value::is_string)
-                                {
-                                    out.push((format!("/content/{k}/content/{j}/text"), true));
+                    Some("tool_result") if dialect == Dialect::Anthropic => {
+                        match p.get("content") {
+                            Some(Value::String(_)) => {
+                                out.push((format!("/content/{k}/content"), true))
+                            }
+                            Some(Value::Array(blocks)) => {
+                                for (j, b) in blocks.iter().enumerate() {
+                                    if b.get("type").and_then(Value::as_str) == Some("text")
+                                        && b.get("text").is_some_and(Value::is_string)
+                                    {
+                                        out.push((format!("/content/{k}/content/{j}/text"), true));
+                                    }
                                 }
                             }
+                            _ => {}
                         }
-                        _ => {}
-                    },
+                    }
                     _ => {}
                 }
             }
@@ -575,7 +641,12 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// Reads what the run shares.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let tools = args.model.tools.as_deref().map(read_tools_file).transpose()?;
+        let tools = args
+            .model
+            .tools
+            .as_deref()
+            .map(read_tools_file)
+            .transpose()?;
         if args.note.as_deref().is_some_and(str::is_empty) {
             bail!("--note needs a text (or no value for the default note)");
         }
@@ -584,7 +655,13 @@ impl<'a> Runner<'a> {
 
     /// Truncates one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let p = prepare(value, &self.args.input, &self.args.model, self.env, self.tools.clone())?;
+        let p = prepare(
+            value,
+            &self.args.input,
+            &self.args.model,
+            self.env,
+            self.tools.clone(),
+        )?;
         let budget = self.args.shrink.budget(&p)?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;

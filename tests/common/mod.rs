@@ -1,0 +1,296 @@
+//! Shared helpers for the invariant tests: conversation generators (both dialects) and the
+//! SPEC §2 invariant checks, used by every transforming command's tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use ctx::cmd::check::{Severity, check};
+use ctx::counter::Counter;
+use ctx::document::{Dialect, Document};
+use ctx::settings::{ModelArgs, Settings};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// A tiny 2x2 PNG, base64.
+pub const PNG_2X2: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAYAAABytg0kAAAAEklEQVR4nGP4z8DwHwyBDAYGAD9MBfuqUA4AAAAASUVORK5CYII=";
+
+/// One step of a generated conversation.
+#[derive(Clone, Debug)]
+pub enum Step {
+    System,
+    User(usize),
+    Assistant(usize),
+    /// Parallel calls (ids from a small pool, so they repeat across exchanges), each with a
+    /// result of the given size; `error` marks results as errors.
+    Exchange {
+        calls: Vec<(u8, usize)>,
+        error: bool,
+    },
+    Image,
+    Ack,
+}
+
+pub fn words(n: usize, seed: usize) -> String {
+    const W: &[&str] = &[
+        "the",
+        "file",
+        "src/main.rs",
+        "error",
+        "returned",
+        "value",
+        "function",
+        "config",
+        "test",
+        "passed",
+        "failed",
+        "因为",
+        "数据",
+        "😀",
+        "timeout",
+        "{\"k\": 1}",
+        "\n",
+        "path",
+        "ok",
+        "id_42",
+    ];
+    (0..n)
+        .map(|i| W[(i * 7 + seed) % W.len()])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        1 => Just(Step::System),
+        3 => (1usize..40).prop_map(Step::User),
+        3 => (1usize..60).prop_map(Step::Assistant),
+        4 => (proptest::collection::vec((0u8..4, 1usize..200), 1..4), proptest::bool::weighted(0.1))
+            .prop_map(|(calls, error)| Step::Exchange { calls, error }),
+        1 => Just(Step::Image),
+        1 => Just(Step::Ack),
+    ]
+}
+
+/// Builds messages in `dialect` from steps. The first non-system message is always a user
+/// message (the task). Every call is answered, except possibly in the final message.
+pub fn build(dialect: Dialect, steps: &[Step], dangling_final_call: bool) -> Vec<Value> {
+    let mut msgs = Vec::new();
+    let mut seed = 0;
+    let mut has_user = false;
+    for s in steps {
+        seed += 1;
+        if !has_user && !matches!(s, Step::System) {
+            msgs.push(json!({"role": "user", "content": format!("task: {}", words(12, seed))}));
+            has_user = true;
+        }
+        match (s, dialect) {
+            (Step::System, Dialect::Openai) => {
+                msgs.push(json!({"role": "system", "content": words(10, seed)}))
+            }
+            (Step::System, Dialect::Anthropic) => {
+                msgs.push(json!({"role": "user", "content": words(10, seed)}))
+            }
+            (Step::User(n), _) => msgs.push(json!({"role": "user", "content": words(*n, seed)})),
+            (Step::Assistant(n), _) => {
+                msgs.push(json!({"role": "assistant", "content": words(*n, seed)}))
+            }
+            (Step::Ack, _) => msgs.push(json!({"role": "assistant", "content": "ok"})),
+            (Step::Image, Dialect::Openai) => msgs.push(json!({"role": "user", "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG_2X2}")}}
+            ]})),
+            (Step::Image, Dialect::Anthropic) => msgs.push(json!({"role": "user", "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_2X2}}
+            ]})),
+            (Step::Exchange { calls, error }, Dialect::Openai) => {
+                let tc: Vec<Value> = calls
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (id, _))| json!({"id": format!("call_{id}_{k}"), "type": "function",
+                        "function": {"name": format!("tool_{}", id % 3), "arguments": format!("{{\"q\": \"{}\"}}", words(3, seed))}}))
+                    .collect();
+                msgs.push(json!({"role": "assistant", "content": null, "tool_calls": tc}));
+                for (k, (id, size)) in calls.iter().enumerate() {
+                    let body = if *error { format!("Error: {}", words(*size, seed)) } else { words(*size, seed + k) };
+                    msgs.push(json!({"role": "tool", "tool_call_id": format!("call_{id}_{k}"), "content": body}));
+                }
+            }
+            (Step::Exchange { calls, error }, Dialect::Anthropic) => {
+                let mut blocks = vec![json!({"type": "thinking", "thinking": words(5, seed), "signature": "c2ln"})];
+                for (k, (id, _)) in calls.iter().enumerate() {
+                    blocks.push(json!({"type": "tool_use", "id": format!("toolu_{id}_{k}"),
+                        "name": format!("tool_{}", id % 3), "input": {"q": words(3, seed)}}));
+                }
+                msgs.push(json!({"role": "assistant", "content": blocks}));
+                let results: Vec<Value> = calls
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (id, size))| {
+                        let mut r = json!({"type": "tool_result", "tool_use_id": format!("toolu_{id}_{k}"),
+                            "content": words(*size, seed + k)});
+                        if *error {
+                            r["is_error"] = json!(true);
+                        }
+                        if k == 1 {
+                            r["content"] = json!([{"type": "text", "text": words(*size, seed)},
+                                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_2X2}}]);
+                        }
+                        r
+                    })
+                    .collect();
+                msgs.push(json!({"role": "user", "content": results}));
+            }
+        }
+    }
+    if !has_user {
+        msgs.push(json!({"role": "user", "content": "task"}));
+    }
+    if dangling_final_call {
+        match dialect {
+            Dialect::Openai => msgs.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_final", "type": "function", "function": {"name": "tool_0", "arguments": "{}"}}]})),
+            Dialect::Anthropic => msgs.push(json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_final", "name": "tool_0", "input": {}}]})),
+        }
+    }
+    // Anthropic conversations must alternate loosely; merge nothing, the API accepts runs.
+    msgs
+}
+
+/// A generated document: a bare array or a body, in either dialect.
+pub fn document() -> impl Strategy<Value = (Value, Dialect)> {
+    (
+        proptest::collection::vec(step(), 0..30),
+        prop_oneof![Just(Dialect::Openai), Just(Dialect::Anthropic)],
+        proptest::bool::ANY,
+        proptest::bool::weighted(0.2),
+    )
+        .prop_map(|(steps, dialect, body, dangling)| {
+            let msgs = build(dialect, &steps, dangling);
+            let v = match (dialect, body) {
+                (Dialect::Openai, false) => Value::Array(msgs),
+                (Dialect::Openai, true) => {
+                    json!({"model": "gpt-4o", "temperature": 0.5, "messages": msgs})
+                }
+                (Dialect::Anthropic, false) => Value::Array(msgs),
+                (Dialect::Anthropic, true) => {
+                    json!({"model": "claude-sonnet-4-5", "system": "be brief",
+                    "max_tokens": 1024, "messages": msgs})
+                }
+            };
+            (v, dialect)
+        })
+}
+
+pub fn parse(v: Value, dialect: Dialect) -> Document {
+    Document::parse(v, Some(dialect), Settings::is_claude).expect("generated documents parse")
+}
+
+pub fn settings_for(doc: &Document) -> Settings {
+    let args = ModelArgs {
+        image_size: (1024, 1024),
+        ..Default::default()
+    };
+    Settings::resolve(&args, doc.body_model(), None, None, &mut Vec::new())
+}
+
+pub fn tokens(doc: &Document) -> usize {
+    let s = settings_for(doc);
+    Counter::new(&s, doc.dialect)
+        .document(doc)
+        .expect("counts")
+        .total()
+}
+
+pub fn error_count(doc: &Document) -> usize {
+    check(doc)
+        .into_iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count()
+}
+
+/// I1, I2 (as a subsequence, allowing documented rewrites), I4 and I7 between an input and an
+/// output document. `rewritten(input_msg, output_msg)` says whether a non-equal output message
+/// is an allowed rewrite of an input message; `inserted(msg)` recognises notes/summaries.
+pub fn assert_invariants(
+    input: &Document,
+    output: &Document,
+    pinned_inputs: &[usize],
+    rewritten: impl Fn(&Value, &Value) -> bool,
+    inserted: impl Fn(&Value) -> bool,
+) -> Result<(), TestCaseError> {
+    // I1: same shape, body keys untouched.
+    prop_assert_eq!(input.shape, output.shape);
+    if let (Some(a), Some(b)) = (input.body(), output.body()) {
+        let ka: Vec<&String> = a.keys().collect();
+        let kb: Vec<&String> = b.keys().collect();
+        prop_assert_eq!(ka, kb);
+        for (k, v) in a {
+            if k != "messages" {
+                prop_assert_eq!(Some(v), b.get(k));
+            }
+        }
+    }
+    // I2: output messages are input messages in order.
+    let ins = input.messages();
+    let mut i = 0;
+    let mut mapped = Vec::new();
+    for m in output.messages() {
+        if inserted(m) {
+            continue;
+        }
+        while i < ins.len() && !(ins[i] == *m || rewritten(&ins[i], m)) {
+            i += 1;
+        }
+        prop_assert!(
+            i < ins.len(),
+            "output message {m} is not an input message in order"
+        );
+        mapped.push(i);
+        i += 1;
+    }
+    // I4: pinned messages kept.
+    for p in pinned_inputs {
+        prop_assert!(mapped.contains(p), "pinned message {p} was removed");
+    }
+    // I7.
+    let first = |d: &Document| {
+        d.messages()
+            .iter()
+            .find(|m| {
+                !matches!(
+                    m.get("role").and_then(Value::as_str),
+                    Some("system" | "developer")
+                )
+            })
+            .and_then(|m| m.get("role").and_then(Value::as_str).map(str::to_string))
+    };
+    if first(input).as_deref() == Some("user") && !output.messages().is_empty() {
+        let out_first = first(output);
+        prop_assert_eq!(out_first.as_deref(), Some("user"));
+    }
+    Ok(())
+}
+
+/// Every JSON file of the shared corpus.
+pub fn corpus_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![Path::new("../shared/corpus").to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("the shared corpus is beside the repository") {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+pub fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
