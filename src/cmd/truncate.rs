@@ -283,13 +283,18 @@ pub fn truncate(
                 .sum(),
         }
     };
+    // Units that --keep-last removed stay removed, whatever I7 would like.
+    let forced: Vec<bool> = keep.iter().map(|k| !k).collect();
+    let drop = |u: usize, keep: &mut [bool], total: &mut usize| {
+        if keep[u] {
+            keep[u] = false;
+            *total -= unit_tokens[u];
+        }
+    };
     loop {
         while total > budget {
             match next.next() {
-                Some(u) => {
-                    keep[u] = false;
-                    total -= unit_tokens[u];
-                }
+                Some(u) => drop(u, &mut keep, &mut total),
                 None => break,
             }
         }
@@ -301,14 +306,13 @@ pub fn truncate(
                     .expect("the newest unit is kept");
                 let readd = (0..f)
                     .rev()
-                    .find(|&u| !keep[u] && starts_with_user(&conv, u))
+                    .find(|&u| !keep[u] && !forced[u] && starts_with_user(&conv, u))
                     .filter(|&u| total + unit_tokens[u] <= budget);
                 if let Some(u) = readd {
                     keep[u] = true;
                     total += unit_tokens[u];
                 } else if !pinned[f] && Some(f) != newest {
-                    keep[f] = false;
-                    total -= unit_tokens[f];
+                    drop(f, &mut keep, &mut total);
                 } else {
                     return Err(cannot_fit(
                         tokens_before,
@@ -318,10 +322,18 @@ pub fn truncate(
                 }
             }
         }
+        // Notes cost tokens too: while they push the document over, remove one more unit.
         let notes = notes_cost(&keep)?;
-        if total + notes <= budget || next.len() == 0 {
+        if total + notes <= budget {
             total += notes;
             break;
+        }
+        match next.next() {
+            Some(u) => drop(u, &mut keep, &mut total),
+            None => {
+                total += notes;
+                break;
+            }
         }
     }
 
