@@ -36,6 +36,7 @@ enum Command {
     Count(cmd::count::Args),
     Check(cmd::check::Args),
     Models(cmd::models::Args),
+    Prune(Box<cmd::prune::Args>),
     Truncate(Box<cmd::truncate::Args>),
 }
 
@@ -64,11 +65,20 @@ fn main() -> ExitCode {
                 r.process(o, v)
             })
         }
+        Command::Prune(args) => match cmd::prune::Runner::new(args, &env) {
+            Ok(r) => filter(
+                &args.input.files,
+                args.output.quiet,
+                Some(&args.side),
+                |o, v| r.process(o, v),
+            ),
+            Err(e) => fail(&e),
+        },
         Command::Truncate(args) => match cmd::truncate::Runner::new(args, &env) {
             Ok(r) => filter(
                 &args.input.files,
                 args.output.quiet,
-                Some(&args.shrink),
+                Some(&args.side),
                 |o, v| r.process(o, v),
             ),
             Err(e) => fail(&e),
@@ -117,7 +127,7 @@ struct Sidecars {
 }
 
 impl Sidecars {
-    fn open(args: Option<&cmd::ShrinkArgs>) -> anyhow::Result<Sidecars> {
+    fn open(args: Option<&cmd::SideArgs>) -> anyhow::Result<Sidecars> {
         use anyhow::Context;
         let open = |path: &std::path::Path, append: bool| -> anyhow::Result<Box<dyn Write>> {
             if path.as_os_str() == "-" {
@@ -202,7 +212,7 @@ impl Sidecars {
 fn filter(
     files: &[std::path::PathBuf],
     quiet: bool,
-    sidecar_args: Option<&cmd::ShrinkArgs>,
+    sidecar_args: Option<&cmd::SideArgs>,
     mut process: impl FnMut(&input::Origin, serde_json::Value) -> anyhow::Result<Outcome>,
 ) -> u8 {
     let mut sidecars = match Sidecars::open(sidecar_args) {

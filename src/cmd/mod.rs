@@ -4,6 +4,7 @@
 pub mod check;
 pub mod count;
 pub mod models;
+pub mod prune;
 pub mod truncate;
 
 use std::path::PathBuf;
@@ -133,9 +134,9 @@ impl std::fmt::Display for CannotFit {
 
 impl std::error::Error for CannotFit {}
 
-/// Flags shared by the commands that change messages.
+/// Budget flags of the commands that need a budget.
 #[derive(clap::Args, Clone, Debug, Default)]
-pub struct ShrinkArgs {
+pub struct BudgetArgs {
     /// Token budget: N tokens, or P% of the context window (default: the window minus the
     /// reserve).
     #[arg(long, value_name = "N|P%")]
@@ -145,7 +146,23 @@ pub struct ShrinkArgs {
     /// max_tokens / max_completion_tokens, else 4096).
     #[arg(long, value_name = "N")]
     pub reserve: Option<u64>,
+}
 
+impl BudgetArgs {
+    /// The budget for a document: `--budget`, else the window minus the reserve.
+    pub fn budget(&self, p: &Prepared) -> Result<u64> {
+        match self.budget {
+            Some(b) => p.settings.budget_tokens(b),
+            None => p
+                .settings
+                .default_budget(self.reserve, p.doc.body_max_tokens()),
+        }
+    }
+}
+
+/// Which messages must never be removed or rewritten, beyond system messages and the task.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct PinArgs {
     /// Also pin the units of these messages (input indices; negative counts from the end).
     #[arg(
         long,
@@ -162,19 +179,9 @@ pub struct ShrinkArgs {
     /// The task (the first user message) is not pinned.
     #[arg(long)]
     pub no_keep_task: bool,
-
-    /// Write a JSON line per document (what was removed or rewritten, tokens before and after)
-    /// to FILE, or to stderr with `-`.
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-
-    /// Append every removed or rewritten original message, as a JSON line with its document
-    /// index, message index and reason, to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub dropped: Option<PathBuf>,
 }
 
-impl ShrinkArgs {
+impl PinArgs {
     /// The pin options of these flags.
     pub fn pins(&self) -> crate::conversation::PinOptions {
         crate::conversation::PinOptions {
@@ -183,16 +190,20 @@ impl ShrinkArgs {
             pins: self.pin.clone(),
         }
     }
+}
 
-    /// The budget for a document: `--budget`, else the window minus the reserve.
-    pub fn budget(&self, p: &Prepared) -> Result<u64> {
-        match self.budget {
-            Some(b) => p.settings.budget_tokens(b),
-            None => p
-                .settings
-                .default_budget(self.reserve, p.doc.body_max_tokens()),
-        }
-    }
+/// Where the commands that change messages record what they did.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct SideArgs {
+    /// Write a JSON line per document (what was removed or rewritten, tokens before and after)
+    /// to FILE (overwritten), or to stderr with `-`.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// Append every removed or rewritten original message, as a JSON line with its document
+    /// index, message index and reason, to FILE (`-` for stderr).
+    #[arg(long, value_name = "FILE")]
+    pub dropped: Option<PathBuf>,
 }
 
 /// A removed or rewritten original message, for `--dropped`.
@@ -200,8 +211,8 @@ impl ShrinkArgs {
 pub struct Dropped {
     /// Its index in the input document.
     pub index: usize,
-    /// Why: `truncated`, `cleared`, `clipped`, `thinking`, `partial`, ...
-    pub reason: &'static str,
+    /// Why: `truncated`, `partial`, `cleared`, `clipped`, `thinking` (several joined by `,`).
+    pub reason: String,
     /// The original message.
     pub message: Value,
 }

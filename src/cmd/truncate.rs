@@ -11,7 +11,9 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use super::{CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, ShrinkArgs, prepare};
+use super::{
+    BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare,
+};
 use crate::clip::clip_middle;
 use crate::conversation::{Conversation, PinOptions, Role, UnitKind};
 use crate::counter::{Counter, DocumentCount, Notes};
@@ -47,7 +49,13 @@ pub struct Args {
     pub model: ModelArgs,
 
     #[command(flatten)]
-    pub shrink: ShrinkArgs,
+    pub budget: BudgetArgs,
+
+    #[command(flatten)]
+    pub pin: PinArgs,
+
+    #[command(flatten)]
+    pub side: SideArgs,
 
     /// Keep at most the N newest non-system messages, rounded down to a unit boundary (the
     /// newest unit is always kept; pinned messages do not count).
@@ -431,7 +439,7 @@ pub fn truncate(
                 let message = std::mem::take(&mut messages[m]);
                 dropped.push(Dropped {
                     index: m,
-                    reason: "truncated",
+                    reason: "truncated".into(),
                     message,
                 });
             }
@@ -442,7 +450,7 @@ pub fn truncate(
         .map(|(m, before, after, original)| {
             dropped.push(Dropped {
                 index: m,
-                reason: "partial",
+                reason: "partial".into(),
                 message: original,
             });
             (m, before, after)
@@ -674,7 +682,7 @@ impl<'a> Runner<'a> {
             self.env,
             self.tools.clone(),
         )?;
-        let budget = self.args.shrink.budget(&p)?;
+        let budget = self.args.budget.budget(&p)?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;
         let opts = Options {
@@ -685,7 +693,7 @@ impl<'a> Runner<'a> {
             weights: self.args.weights.unwrap_or_default(),
             partial: self.args.partial,
             note: self.args.note.clone(),
-            pins: self.args.shrink.pins(),
+            pins: self.args.pin.pins(),
         };
         let t = truncate(p.doc, &counter, &count, &opts)?;
         let report = json!({

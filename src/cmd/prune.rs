@@ -1,0 +1,548 @@
+//! `ctx prune`: shrink old tool traffic without removing messages (SPEC §4).
+//!
+//! Anthropic-style context editing for any provider: older tool results are replaced by a
+//! placeholder that keeps the message and its id, huge results are clipped middle-out, and old
+//! reasoning can be dropped. No message is removed and no pair is broken, so the output is as
+//! valid as the input. [`prune`] is the one implementation; `fit`'s prune stages call it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+
+use super::{Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare};
+use crate::clip::{DEFAULT_PLACEHOLDER, Template, clip_middle};
+use crate::conversation::{Conversation, PinOptions, Role};
+use crate::counter::{Counter, DocumentCount, Notes};
+use crate::document::{Dialect, Document};
+use crate::input::Origin;
+use crate::output::render;
+use crate::settings::{Budget, ModelArgs, read_tools_file};
+
+/// Clear old tool results (and optionally old reasoning), keeping every message and id.
+///
+/// The N most recent tool results stay verbatim; older ones become a placeholder naming the
+/// tool and its size and telling the model it can call the tool again. Results of
+/// --exclude-tools, error results (unless --include-errors), pinned messages and results already
+/// cleared are left alone. Nothing is removed, so no tool call loses its result.
+///
+/// Example:
+///   ctx prune --keep 5 --max-tool-tokens 2000 < agent.json | ctx count
+///   ctx prune --trigger 80% --clear-at-least 5000 --exclude-tools memory < body.json
+///
+/// Exit codes: 0 ok; 2 bad input or flags.
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    /// Most recent tool results kept verbatim (each result of a parallel call counts; results
+    /// of excluded tools and error results do not).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub keep: usize,
+
+    /// Placeholder text for cleared results; {tool}, {tokens} and {chars} are replaced.
+    #[arg(long, value_name = "TEXT", default_value = DEFAULT_PLACEHOLDER)]
+    pub placeholder: String,
+
+    /// Do nothing unless the document is over N tokens or P% of the window.
+    #[arg(long, value_name = "N|P%")]
+    pub trigger: Option<Budget>,
+
+    /// Clear nothing unless at least N tokens would be cleared.
+    #[arg(long, value_name = "N")]
+    pub clear_at_least: Option<usize>,
+
+    /// Never clear or clip the results of these tools.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub exclude_tools: Vec<String>,
+
+    /// Also replace the arguments of cleared calls with {}.
+    #[arg(long)]
+    pub clear_inputs: bool,
+
+    /// Clip any tool result over N tokens middle-out (head and tail kept, a marker with the
+    /// omitted count between), kept results included.
+    #[arg(long, value_name = "N")]
+    pub max_tool_tokens: Option<usize>,
+
+    /// Drop reasoning (thinking, redacted_thinking, reasoning_content) from older assistant
+    /// turns (`old`) or all of them (`all`); never from an unfinished tool loop.
+    #[arg(long, value_enum, default_value = "keep")]
+    pub thinking: Thinking,
+
+    /// Clear error results too (Anthropic `is_error: true`).
+    #[arg(long)]
+    pub include_errors: bool,
+
+    #[command(flatten)]
+    pub pin: PinArgs,
+
+    #[command(flatten)]
+    pub side: SideArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `--thinking` choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Thinking {
+    Keep,
+    Old,
+    All,
+}
+
+/// What to prune and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub keep: usize,
+    pub placeholder: String,
+    /// Resolved `--trigger` in tokens.
+    pub trigger: Option<u64>,
+    pub clear_at_least: Option<usize>,
+    pub exclude_tools: Vec<String>,
+    pub clear_inputs: bool,
+    pub max_tool_tokens: Option<usize>,
+    pub thinking: Thinking,
+    pub include_errors: bool,
+    pub pins: PinOptions,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            keep: 3,
+            placeholder: DEFAULT_PLACEHOLDER.to_string(),
+            trigger: None,
+            clear_at_least: None,
+            exclude_tools: Vec::new(),
+            clear_inputs: false,
+            max_tool_tokens: None,
+            thinking: Thinking::Keep,
+            include_errors: false,
+            pins: PinOptions::default(),
+        }
+    }
+}
+
+/// What pruning did to one document.
+#[derive(Debug)]
+pub struct Pruning {
+    pub doc: Document,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    /// False when `--trigger` or `--clear-at-least` held it back.
+    pub triggered: bool,
+    /// (message index, tool, tokens of the cleared result).
+    pub cleared: Vec<(usize, String, usize)>,
+    /// (message index, tokens before, tokens after) of clipped results.
+    pub clipped: Vec<(usize, usize, usize)>,
+    /// Messages whose reasoning was dropped.
+    pub thinking: Vec<usize>,
+    pub dropped: Vec<Dropped>,
+}
+
+/// One tool result in the document.
+struct ResultRef {
+    message: usize,
+    /// JSON pointer to the value holding the result's content (`/content` for a tool message,
+    /// `/content/2/content` for an Anthropic block).
+    pointer: String,
+    tool: String,
+    /// The call it answers: (message, pointer to the arguments/input).
+    call_args: Option<(usize, String)>,
+    is_error: bool,
+    pinned: bool,
+}
+
+/// Prunes `doc` (already counted as `count`).
+pub fn prune(
+    doc: Document,
+    counter: &Counter,
+    count: &DocumentCount,
+    opts: &Options,
+) -> Result<Pruning> {
+    let tokens_before = count.total();
+    let mut out = Pruning {
+        doc,
+        tokens_before,
+        tokens_after: tokens_before,
+        triggered: true,
+        cleared: Vec::new(),
+        clipped: Vec::new(),
+        thinking: Vec::new(),
+        dropped: Vec::new(),
+    };
+    if opts.trigger.is_some_and(|t| tokens_before as u64 <= t) {
+        out.triggered = false;
+        return Ok(out);
+    }
+    let template = Template::parse(&opts.placeholder);
+    let dialect = out.doc.dialect;
+    let conv = Conversation::new(out.doc.messages(), dialect);
+    let pinned = conv.pinned_messages(&opts.pins)?;
+    let results = tool_results(&conv, out.doc.messages(), dialect, &pinned);
+    let originals: Vec<Value> = out.doc.messages().to_vec();
+    let mut messages = std::mem::take(out.doc.messages_mut());
+    let mut reasons: BTreeMap<usize, Vec<&'static str>> = BTreeMap::new();
+
+    // 1. Clear older results.
+    let eligible: Vec<&ResultRef> = results
+        .iter()
+        .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
+        .filter(|r| opts.include_errors || !r.is_error)
+        .filter(|r| {
+            !content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(&t))
+        })
+        .collect();
+    let to_clear = &eligible[..eligible.len().saturating_sub(opts.keep)];
+    let mut staged = messages.clone();
+    let mut cleared = Vec::new();
+    for r in to_clear {
+        let Some(value) = staged[r.message].pointer(&r.pointer) else {
+            continue;
+        };
+        let text = text_of(value);
+        let tokens = counter.text(&text)?;
+        let chars = text.chars().count();
+        let placeholder = template.render(&r.tool, tokens, chars);
+        if counter.text(&placeholder)? >= tokens && !has_media(value) {
+            continue; // Clearing would not save anything.
+        }
+        *staged[r.message].pointer_mut(&r.pointer).expect("located") = Value::String(placeholder);
+        if opts.clear_inputs {
+            if let Some((m, p)) = &r.call_args {
+                if let Some(args) = staged[*m].pointer_mut(p) {
+                    *args = if args.is_string() {
+                        Value::String("{}".into())
+                    } else {
+                        json!({})
+                    };
+                }
+            }
+        }
+        cleared.push((r.message, r.tool.clone(), tokens));
+    }
+    if !cleared.is_empty() {
+        let mut before = 0;
+        let mut after = 0;
+        let mut touched: Vec<usize> = cleared.iter().map(|c| c.0).collect();
+        if opts.clear_inputs {
+            touched.extend(
+                to_clear
+                    .iter()
+                    .filter_map(|r| r.call_args.as_ref().map(|c| c.0)),
+            );
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for &m in &touched {
+            before += count.messages[m].total();
+            after += counter.message(&staged[m], &mut Notes::default())?.total();
+        }
+        let saved = before.saturating_sub(after);
+        if opts.clear_at_least.is_some_and(|min| saved < min) {
+            out.triggered = false;
+        } else {
+            messages = staged;
+            for &m in &touched {
+                reasons.entry(m).or_default().push("cleared");
+            }
+            out.cleared = cleared;
+        }
+    }
+
+    // 2. Clip results over --max-tool-tokens, kept ones included.
+    if let Some(max) = opts.max_tool_tokens {
+        for r in results
+            .iter()
+            .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
+        {
+            if content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(&t))
+            {
+                continue; // A placeholder is never clipped.
+            }
+            let before = counter
+                .message(&messages[r.message], &mut Notes::default())?
+                .total();
+            let mut changed = false;
+            let Some(value) = messages[r.message].pointer_mut(&r.pointer) else {
+                continue;
+            };
+            match value {
+                Value::String(s) => {
+                    if let Some(c) = clip_middle(counter.settings.encoding, s, max)? {
+                        *s = c;
+                        changed = true;
+                    }
+                }
+                Value::Array(blocks) => {
+                    let texts: Vec<usize> = (0..blocks.len())
+                        .filter(|&i| blocks[i].get("text").is_some_and(Value::is_string))
+                        .collect();
+                    let total: usize = texts
+                        .iter()
+                        .map(|&i| counter.text(blocks[i]["text"].as_str().unwrap_or("")))
+                        .sum::<Result<usize>>()?;
+                    if total > max {
+                        let share = max / texts.len().max(1);
+                        for &i in &texts {
+                            let t = blocks[i]["text"].as_str().unwrap_or("").to_string();
+                            if let Some(c) = clip_middle(counter.settings.encoding, &t, share)? {
+                                blocks[i]["text"] = Value::String(c);
+                                changed = true;
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+            if changed {
+                let after = counter
+                    .message(&messages[r.message], &mut Notes::default())?
+                    .total();
+                out.clipped.push((r.message, before, after));
+                reasons.entry(r.message).or_default().push("clipped");
+            }
+        }
+    }
+
+    // 3. Drop reasoning from older (or all) assistant turns, never from an unfinished loop.
+    if opts.thinking != Thinking::Keep {
+        let last_turn = conv.turns.last().copied().unwrap_or(0);
+        let unfinished = conv.messages.last().is_some_and(|m| {
+            !m.results.is_empty() || (m.role == Role::Assistant && !m.calls.is_empty())
+        });
+        for (i, m) in conv.messages.iter().enumerate() {
+            if m.role != Role::Assistant || pinned[i] {
+                continue;
+            }
+            let old = i < last_turn;
+            let protected = unfinished && i > last_turn;
+            let drop = match opts.thinking {
+                Thinking::Keep => false,
+                Thinking::Old => old,
+                Thinking::All => !protected,
+            };
+            if drop && drop_reasoning(&mut messages[i], dialect) {
+                out.thinking.push(i);
+                reasons.entry(i).or_default().push("thinking");
+            }
+        }
+    }
+
+    let mut total = tokens_before;
+    for &m in reasons.keys() {
+        total = total - count.messages[m].total()
+            + counter
+                .message(&messages[m], &mut Notes::default())?
+                .total();
+    }
+    out.tokens_after = total;
+    out.dropped = reasons
+        .into_iter()
+        .map(|(m, why)| Dropped {
+            index: m,
+            reason: why.join(","),
+            message: originals[m].clone(),
+        })
+        .collect();
+    *out.doc.messages_mut() = messages;
+    Ok(out)
+}
+
+/// Every tool result, in order, with the tool it belongs to and the call it answers.
+fn tool_results(
+    conv: &Conversation,
+    messages: &[Value],
+    dialect: Dialect,
+    pinned: &[bool],
+) -> Vec<ResultRef> {
+    let mut out = Vec::new();
+    for (i, m) in conv.messages.iter().enumerate() {
+        for r in &m.results {
+            let pointer = if r.path.is_empty() {
+                "/content".to_string()
+            } else {
+                format!("{}/content", path_to_pointer(&r.path))
+            };
+            let call = r.answers.map(|c| (c, conv.call(c)));
+            let tool = r
+                .name
+                .clone()
+                .or_else(|| call.and_then(|(_, c)| c.name.clone()))
+                .unwrap_or_else(|| "unknown".to_string());
+            let call_args = call.map(|(c, call)| {
+                let base = path_to_pointer(&call.path);
+                let p = match dialect {
+                    Dialect::Openai if call.legacy => format!("{base}/arguments"),
+                    Dialect::Openai => format!("{base}/function/arguments"),
+                    Dialect::Anthropic => format!("{base}/input"),
+                };
+                (c.message, p)
+            });
+            if messages[i].pointer(&pointer).is_none() && dialect == Dialect::Anthropic {
+                continue; // A tool_result without content: nothing to clear.
+            }
+            out.push(ResultRef {
+                message: i,
+                pointer,
+                tool,
+                call_args,
+                is_error: r.is_error,
+                pinned: pinned[i],
+            });
+        }
+    }
+    out
+}
+
+/// `.content[2]` → `/content/2`.
+fn path_to_pointer(path: &str) -> String {
+    path.replace('[', "/")
+        .replace(']', "")
+        .replace('.', "/")
+        .replace("//", "/")
+}
+
+/// The text of a result's content (a string, or the text blocks of a block list).
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn content_text(m: &Value, pointer: &str) -> Option<String> {
+    m.pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn has_media(v: &Value) -> bool {
+    v.as_array().is_some_and(|b| {
+        b.iter()
+            .any(|x| x.get("type").and_then(Value::as_str) != Some("text"))
+    })
+}
+
+/// Removes reasoning from an assistant message; false when there was none (or removing it
+/// would leave the message empty).
+fn drop_reasoning(m: &mut Value, dialect: Dialect) -> bool {
+    let mut changed = false;
+    if let Some(obj) = m.as_object_mut() {
+        if obj.shift_remove("reasoning_content").is_some() {
+            changed = true;
+        }
+    }
+    if dialect == Dialect::Anthropic {
+        if let Some(Value::Array(blocks)) = m.get_mut("content") {
+            let is_reasoning = |b: &Value| {
+                matches!(
+                    b.get("type").and_then(Value::as_str),
+                    Some("thinking" | "redacted_thinking")
+                )
+            };
+            if blocks.iter().any(is_reasoning) && !blocks.iter().all(is_reasoning) {
+                blocks.retain(|b| !is_reasoning(b));
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// Runs `prune` over documents.
+pub struct Runner<'a> {
+    args: &'a Args,
+    env: &'a Env,
+    tools: Option<Arc<Value>>,
+}
+
+impl<'a> Runner<'a> {
+    /// Reads what the run shares.
+    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
+        let tools = args
+            .model
+            .tools
+            .as_deref()
+            .map(read_tools_file)
+            .transpose()?;
+        if args.max_tool_tokens == Some(0) {
+            bail!("--max-tool-tokens must be at least 1");
+        }
+        Ok(Runner { args, env, tools })
+    }
+
+    /// Prunes one document.
+    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
+        let p = prepare(
+            value,
+            &self.args.input,
+            &self.args.model,
+            self.env,
+            self.tools.clone(),
+        )?;
+        let counter = Counter::new(&p.settings, p.doc.dialect);
+        let count = counter.document(&p.doc)?;
+        let opts = Options {
+            keep: self.args.keep,
+            placeholder: self.args.placeholder.clone(),
+            trigger: self
+                .args
+                .trigger
+                .map(|t| p.settings.budget_tokens(t))
+                .transpose()?,
+            clear_at_least: self.args.clear_at_least,
+            exclude_tools: self.args.exclude_tools.clone(),
+            clear_inputs: self.args.clear_inputs,
+            max_tool_tokens: self.args.max_tool_tokens,
+            thinking: self.args.thinking,
+            include_errors: self.args.include_errors,
+            pins: self.args.pin.pins(),
+        };
+        let r = prune(p.doc, &counter, &count, &opts)?;
+        let report = json!({
+            "command": "prune",
+            "triggered": r.triggered,
+            "tokens_before": r.tokens_before,
+            "tokens_after": r.tokens_after,
+            "cleared": r.cleared.iter().map(|(i, t, n)| json!({"index": i, "tool": t, "tokens": n})).collect::<Vec<_>>(),
+            "clipped": r.clipped.iter().map(|&(i, b, a)| json!({"index": i, "tokens_before": b, "tokens_after": a})).collect::<Vec<_>>(),
+            "thinking": r.thinking,
+        });
+        let mut warnings = p.warnings;
+        warnings.extend(count.notes.warnings.iter().cloned());
+        Ok(Outcome {
+            stdout: render(&r.doc.into_value(), self.args.output.compact),
+            code: 0,
+            warnings,
+            report: Some(report),
+            dropped: r.dropped,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_become_pointers() {
+        assert_eq!(path_to_pointer(".content[2]"), "/content/2");
+        assert_eq!(path_to_pointer(".tool_calls[0]"), "/tool_calls/0");
+        assert_eq!(path_to_pointer(".function_call"), "/function_call");
+    }
+}
