@@ -268,9 +268,17 @@ pub fn prune(
             {
                 continue; // A placeholder is never clipped.
             }
-            let before = counter
-                .message(&messages[r.message], &mut Notes::default())?
-                .total();
+            let unchanged = !reasons.contains_key(&r.message);
+            if unchanged && count.messages[r.message].content <= max {
+                continue; // Its whole text is within the limit: no need to tokenize it again.
+            }
+            let before = if unchanged {
+                count.messages[r.message].total()
+            } else {
+                counter
+                    .message(&messages[r.message], &mut Notes::default())?
+                    .total()
+            };
             let mut changed = false;
             let Some(value) = messages[r.message].pointer_mut(&r.pointer) else {
                 continue;
