@@ -210,3 +210,76 @@ fn every_corpus_file_through_every_strategy_at_several_budgets() {
     }
     assert!(fitted > refused, "fitted {fitted}, refused {refused}");
 }
+
+/// One user message and 300 tool exchanges: every budget from the minimum (pinned messages plus
+/// the newest unit) up to the whole document fits, in both dialects.
+#[test]
+fn an_agent_transcript_with_hundreds_of_exchanges_fits_any_feasible_budget() {
+    for dialect in [
+        ctx::document::Dialect::Openai,
+        ctx::document::Dialect::Anthropic,
+    ] {
+        let steps: Vec<Step> = std::iter::once(Step::System)
+            .chain(std::iter::once(Step::User(30)))
+            .chain((0..300).map(|i| Step::Exchange {
+                calls: vec![((i % 4) as u8, 20 + (i * 37) % 150)],
+                error: false,
+            }))
+            .collect();
+        let doc = parse(Value::Array(build(dialect, &steps, false)), dialect);
+        let conv = Conversation::new(doc.messages(), doc.dialect);
+        let s = settings_for(&doc);
+        let count = Counter::new(&s, doc.dialect).document(&doc).unwrap();
+        let pinned = conv.pinned_units(&PinOptions::default()).unwrap();
+        let unit_tokens = |u: usize| -> usize {
+            conv.units[u]
+                .range()
+                .map(|m| count.messages[m].total())
+                .sum()
+        };
+        let n = conv.units.len();
+        let minimum = count.fixed()
+            + (0..n)
+                .filter(|&u| pinned[u] || u == n - 1)
+                .map(unit_tokens)
+                .sum::<usize>();
+        let total = count.total();
+        for budget in [minimum, minimum + 1, minimum + 500, total / 2, total - 1] {
+            let opts = Options {
+                budget: budget as u64,
+                keep_last: None,
+                strategy: Strategy::Oldest,
+                keep_first: 0,
+                weights: Weights::default(),
+                partial: false,
+                note: None,
+                pins: PinOptions::default(),
+            };
+            let out = truncate(doc.clone(), &Counter::new(&s, doc.dialect), &count, &opts)
+                .unwrap_or_else(|e| {
+                    panic!("{dialect:?} budget {budget} (minimum {minimum}): {e:#}")
+                });
+            assert!(out.tokens_after <= budget);
+            assert_eq!(out.tokens_after, tokens(&out.doc));
+            assert_eq!(
+                error_count(&out.doc),
+                0,
+                "{:?}",
+                ctx::cmd::check::check(&out.doc)
+            );
+        }
+        let below = Options {
+            budget: minimum as u64 - 1,
+            keep_last: None,
+            strategy: Strategy::Oldest,
+            keep_first: 0,
+            weights: Weights::default(),
+            partial: false,
+            note: None,
+            pins: PinOptions::default(),
+        };
+        let err =
+            truncate(doc.clone(), &Counter::new(&s, doc.dialect), &count, &below).unwrap_err();
+        assert!(err.downcast_ref::<CannotFit>().is_some());
+    }
+}

@@ -309,24 +309,26 @@ pub fn truncate(
         // I7: if the input's first non-system message was a user message, so is the output's.
         if first_is_user {
             while !first_non_system_is_user(&conv, &keep) {
-                let f = (0..n)
-                    .find(|&u| keep[u] && conv.units[u].kind != UnitKind::System)
-                    .expect("the newest unit is kept");
-                let readd = (0..f)
+                let f = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
+                let readd = (0..f.unwrap_or(n))
                     .rev()
                     .find(|&u| !keep[u] && !forced[u] && starts_with_user(&conv, u))
                     .filter(|&u| total + unit_tokens[u] <= budget);
-                if let Some(u) = readd {
-                    keep[u] = true;
-                    total += unit_tokens[u];
-                } else if !pinned[f] && Some(f) != newest {
-                    drop(f, &mut keep, &mut total);
-                } else {
-                    return Err(cannot_fit(
-                        tokens_before,
-                        opts.budget,
-                        "the first message kept would not be a user message (keep the task pinned, or raise the budget)".into(),
-                    ));
+                match (readd, f) {
+                    (Some(u), _) => {
+                        keep[u] = true;
+                        total += unit_tokens[u];
+                    }
+                    (None, Some(f)) if !pinned[f] && Some(f) != newest => {
+                        drop(f, &mut keep, &mut total)
+                    }
+                    _ => {
+                        return Err(cannot_fit(
+                            tokens_before,
+                            opts.budget,
+                            "the first message kept would not be a user message (keep the task pinned, or raise the budget)".into(),
+                        ));
+                    }
                 }
             }
         }
@@ -513,10 +515,12 @@ fn starts_with_user(conv: &Conversation, u: usize) -> bool {
     m.role == Role::User && !m.only_results
 }
 
+/// Whether the first kept non-system unit starts with a user message (false when every kept
+/// unit is a system message).
 fn first_non_system_is_user(conv: &Conversation, keep: &[bool]) -> bool {
     (0..conv.units.len())
         .find(|&u| keep[u] && conv.units[u].kind != UnitKind::System)
-        .is_none_or(|u| starts_with_user(conv, u))
+        .is_some_and(|u| starts_with_user(conv, u))
 }
 
 /// Importance of a unit (higher is kept longer).

@@ -108,7 +108,7 @@ pub fn build(dialect: Dialect, steps: &[Step], dangling_final_call: bool) -> Vec
                     .iter()
                     .enumerate()
                     .map(|(k, (id, _))| json!({"id": format!("call_{id}_{k}"), "type": "function",
-                        "function": {"name": format!("tool_{}", id % 3), "arguments": format!("{{\"q\": \"{}\"}}", words(3, seed))}}))
+                        "function": {"name": format!("tool_{}", id % 3), "arguments": json!({"q": words(3, seed)}).to_string()}}))
                     .collect();
                 msgs.push(json!({"role": "assistant", "content": null, "tool_calls": tc}));
                 for (k, (id, size)) in calls.iter().enumerate() {
