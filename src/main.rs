@@ -44,10 +44,24 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            // --help and --version go to stdout; usage errors to stderr.
-            let _ = e.print();
-            return ExitCode::from(code);
+            // --help and --version go to stdout, and `ctx` alone shows the help; every other
+            // usage error is one line, like every other error.
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            {
+                let _ = e.print();
+                return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            }
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let values = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("[possible values: "))
+                .map(|v| format!(" (one of: {}", v.trim_end_matches(']')))
+                .map_or(String::new(), |v| v + ")");
+            eprintln!("ctx: {}{values} (see --help)", one_line(first));
+            return ExitCode::from(2);
         }
     };
     let env = Env::from_process();

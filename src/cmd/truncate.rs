@@ -81,8 +81,15 @@ pub struct Args {
     #[arg(long)]
     pub partial: bool,
 
-    /// Put a note where messages were removed; `{count}` is replaced by how many.
-    #[arg(long, value_name = "TEXT", num_args = 0..=1, default_missing_value = DEFAULT_NOTE)]
+    /// Put a note where messages were removed (`--note`, or `--note=TEXT` for your own text);
+    /// `{count}` is replaced by how many.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = DEFAULT_NOTE
+    )]
     pub note: Option<String>,
 
     #[command(flatten)]
@@ -299,6 +306,7 @@ pub fn truncate(
             *total -= unit_tokens[u];
         }
     };
+    let mut notes_total;
     loop {
         while total > budget {
             match next.next() {
@@ -307,7 +315,8 @@ pub fn truncate(
             }
         }
         // I7: if the input's first non-system message was a user message, so is the output's.
-        if first_is_user {
+        // (Over budget, the cannot-fit or --partial path below decides first.)
+        if first_is_user && total <= budget {
             while !first_non_system_is_user(&conv, &keep) {
                 let f = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
                 let readd = (0..f.unwrap_or(n))
@@ -322,18 +331,13 @@ pub fn truncate(
                     (None, Some(f)) if !pinned[f] && Some(f) != newest => {
                         drop(f, &mut keep, &mut total)
                     }
-                    _ => {
-                        return Err(cannot_fit(
-                            tokens_before,
-                            opts.budget,
-                            "the first message kept would not be a user message (keep the task pinned, or raise the budget)".into(),
-                        ));
-                    }
+                    _ => return Err(first_not_user(tokens_before, opts, &forced)),
                 }
             }
         }
         // Notes cost tokens too: while they push the document over, remove one more unit.
         let notes = notes_cost(&keep)?;
+        notes_total = notes;
         if total + notes <= budget {
             total += notes;
             break;
@@ -357,7 +361,10 @@ pub fn truncate(
             return Err(cannot_fit(
                 tokens_before,
                 opts.budget,
-                must_keep(&conv, &keep, &pinned, &unit_tokens, count),
+                format!(
+                    "{} (try --partial, --drop-system, --no-keep-task or a larger budget)",
+                    must_keep(&conv, &keep, &pinned, &unit_tokens, count, notes_total)
+                ),
             ));
         }
         // --partial: cut the largest unpinned texts, tool results first, middle-out.
@@ -411,11 +418,14 @@ pub fn truncate(
                 tokens_before,
                 opts.budget,
                 format!(
-                    "{}; --partial cannot cut enough (pinned messages, tool-call arguments, thinking and images are never cut)",
-                    must_keep(&conv, &keep, &pinned, &unit_tokens, count)
+                    "even with --partial the document needs {total} tokens (pinned messages, tool-call arguments, thinking and images are never cut; try --drop-system, --no-keep-task or a larger budget)"
                 ),
             ));
         }
+    }
+
+    if first_is_user && !first_non_system_is_user(&conv, &keep) {
+        return Err(first_not_user(tokens_before, opts, &forced));
     }
 
     // Assemble the output, with a note at each gap.
@@ -471,6 +481,16 @@ pub fn truncate(
     })
 }
 
+/// The output would not start with a user message (I7) and nothing can fix that.
+fn first_not_user(tokens_before: usize, opts: &Options, forced: &[bool]) -> anyhow::Error {
+    let why = if forced.iter().any(|&f| f) {
+        "--keep-last removes every user message before the newest unit, and the output must start with a user message (raise --keep-last, or keep the task pinned)"
+    } else {
+        "the output must start with a user message and no user message fits before the newest unit (keep the task pinned, or raise the budget)"
+    };
+    cannot_fit(tokens_before, opts.budget, why.to_string())
+}
+
 fn cannot_fit(tokens_before: usize, budget: u64, reason: String) -> anyhow::Error {
     CannotFit {
         reason,
@@ -487,25 +507,37 @@ fn must_keep(
     pinned: &[bool],
     unit_tokens: &[usize],
     count: &DocumentCount,
+    notes: usize,
 ) -> String {
     let n = conv.units.len();
     let system: usize = (0..n)
         .filter(|&u| pinned[u] && conv.units[u].kind == UnitKind::System)
         .map(|u| unit_tokens[u])
-        .sum();
+        .sum::<usize>()
+        + count.system;
     let other_pinned: usize = (0..n)
-        .filter(|&u| pinned[u] && conv.units[u].kind != UnitKind::System && u + 1 != n)
+        .filter(|&u| pinned[u] && conv.units[u].kind != UnitKind::System)
         .map(|u| unit_tokens[u])
         .sum();
-    let newest = if n > 0 { unit_tokens[n - 1] } else { 0 };
+    let newest = if n > 0 && !pinned[n - 1] {
+        unit_tokens[n - 1]
+    } else {
+        0
+    };
     let kept: usize = (0..n)
         .filter(|&u| keep[u])
         .map(|u| unit_tokens[u])
         .sum::<usize>()
-        + count.fixed();
+        + count.fixed()
+        + notes;
+    let notes = if notes > 0 {
+        format!(", notes {notes}")
+    } else {
+        String::new()
+    };
     format!(
-        "what must be kept needs {kept} tokens: system/developer {system}, task and --pin {other_pinned}, newest unit {newest}, tools and framing {} (try --partial, --drop-system, --no-keep-task or a larger budget)",
-        count.fixed()
+        "what must be kept needs {kept} tokens: system {system}, task and --pin {other_pinned}, newest unit {newest}, tool definitions {}, reply priming {}{notes}",
+        count.tools, count.priming
     )
 }
 
@@ -711,6 +743,9 @@ impl<'a> Runner<'a> {
         });
         let mut warnings = p.warnings;
         warnings.extend(count.notes.warnings.iter().cloned());
+        if self.args.weights.is_some() && self.args.strategy != Strategy::Importance {
+            warnings.push("--weights only applies to --strategy importance".into());
+        }
         Ok(Outcome {
             stdout: render(&t.doc.into_value(), self.args.output.compact),
             code: 0,
