@@ -209,7 +209,21 @@ pub fn prune(
             continue;
         };
         let text = text_of(value);
-        let tokens = counter.text(&text)?;
+        let tokens = match (r.pointer.as_str(), value) {
+            // A whole tool message: its content's tokens are already known (the message's
+            // content minus its role, id and name), so it is not tokenized a second time.
+            ("/content", Value::String(_)) => {
+                let m = &messages[r.message];
+                let mut framing = 0;
+                for key in ["role", "tool_call_id", "name"] {
+                    if let Some(v) = m.get(key).and_then(Value::as_str) {
+                        framing += counter.text(v)?;
+                    }
+                }
+                count.messages[r.message].content.saturating_sub(framing)
+            }
+            _ => counter.text(&text)?,
+        };
         let chars = text.chars().count();
         let placeholder = template.render(&r.tool, tokens, chars);
         if counter.text(&placeholder)? >= tokens && !has_media(value) {
