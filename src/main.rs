@@ -37,6 +37,7 @@ enum Command {
     Check(cmd::check::Args),
     Models(cmd::models::Args),
     Prune(Box<cmd::prune::Args>),
+    Summarize(Box<cmd::summarize::Args>),
     Truncate(Box<cmd::truncate::Args>),
 }
 
@@ -80,6 +81,15 @@ fn main() -> ExitCode {
             })
         }
         Command::Prune(args) => match cmd::prune::Runner::new(args, &env) {
+            Ok(r) => filter(
+                &args.input.files,
+                args.output.quiet,
+                Some(&args.side),
+                |o, v| r.process(o, v),
+            ),
+            Err(e) => fail(&e),
+        },
+        Command::Summarize(args) => match cmd::summarize::Runner::new(args, &env) {
             Ok(r) => filter(
                 &args.input.files,
                 args.output.quiet,

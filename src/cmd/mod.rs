@@ -5,6 +5,7 @@ pub mod check;
 pub mod count;
 pub mod models;
 pub mod prune;
+pub mod summarize;
 pub mod truncate;
 
 use std::path::PathBuf;
@@ -45,13 +46,29 @@ pub struct OutputArgs {
 pub struct Env {
     /// `$CTX_MODEL`.
     pub model: Option<String>,
+    /// `$CTX_BASE_URL`.
+    pub ctx_base_url: Option<String>,
+    /// `$OPENAI_BASE_URL`.
+    pub openai_base_url: Option<String>,
+    /// `$CTX_API_KEY`.
+    pub ctx_api_key: Option<String>,
+    /// `$OPENAI_API_KEY`.
+    pub openai_api_key: Option<String>,
+    /// `$CTX_SUMMARY_MODEL`.
+    pub summary_model: Option<String>,
 }
 
 impl Env {
     /// Reads the process environment.
     pub fn from_process() -> Env {
+        let var = |k: &str| std::env::var(k).ok().filter(|s| !s.is_empty());
         Env {
-            model: std::env::var("CTX_MODEL").ok().filter(|s| !s.is_empty()),
+            model: var("CTX_MODEL"),
+            ctx_base_url: var("CTX_BASE_URL"),
+            openai_base_url: var("OPENAI_BASE_URL"),
+            ctx_api_key: var("CTX_API_KEY"),
+            openai_api_key: var("OPENAI_API_KEY"),
+            summary_model: var("CTX_SUMMARY_MODEL"),
         }
     }
 }
@@ -110,10 +127,27 @@ pub fn prepare(
 pub fn exit_code(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<CannotFit>().is_some() {
         3
+    } else if e.downcast_ref::<SummarizerFailed>().is_some() {
+        4
     } else {
         2
     }
 }
+
+/// The summarizer failed after its retries and `--on-error fail` (exit 4).
+#[derive(Debug)]
+pub struct SummarizerFailed {
+    /// What went wrong (never the API key).
+    pub reason: String,
+}
+
+impl std::fmt::Display for SummarizerFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "summarizer failed: {}", self.reason)
+    }
+}
+
+impl std::error::Error for SummarizerFailed {}
 
 /// The budget is smaller than what must be kept (exit 3).
 #[derive(Debug)]

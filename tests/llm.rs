@@ -1,0 +1,385 @@
+//! `ctx::llm` against a scripted HTTP/1.1 server on 127.0.0.1 started by each test: no network.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use ctx::llm::{ChatRequest, Endpoint, LlmError, chat};
+use serde_json::{Value, json};
+
+/// What the server does with one connection.
+enum Reply {
+    /// Status, extra headers and body; `{auth}` in the body becomes the request's Authorization.
+    Send(u16, Vec<(&'static str, &'static str)>, String),
+    /// Read the request, then say nothing for this many milliseconds and close.
+    Hang(u64),
+    /// Read the request and close without answering.
+    Close,
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    /// Names lower-cased.
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct Server {
+    port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    fn start(script: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        let recorded = Arc::clone(&seen);
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let reply = script.lock().unwrap().pop_front();
+                let recorded = Arc::clone(&recorded);
+                // A thread per connection, so a hanging one does not hold up the retry.
+                thread::spawn(move || serve(stream, reply, &recorded));
+            }
+        });
+        Server { port, seen }
+    }
+
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}/v1/", self.port)
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn serve(stream: TcpStream, reply: Option<Reply>, recorded: &Mutex<Vec<Seen>>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let Some(seen) = read_request(&mut reader) else {
+        return;
+    };
+    let auth = seen.header("authorization").unwrap_or("").to_string();
+    recorded.lock().unwrap().push(seen);
+    let mut stream = stream;
+    match reply {
+        Some(Reply::Send(status, headers, body)) => {
+            let body = body.replace("{auth}", &auth);
+            let mut head = format!(
+                "HTTP/1.1 {status} Whatever\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            );
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+            let _ = stream.flush();
+        }
+        Some(Reply::Hang(ms)) => thread::sleep(Duration::from_millis(ms)),
+        Some(Reply::Close) => {}
+        None => {
+            let body = "script exhausted";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 599 Unscripted\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    }
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+    }
+    let find = |n: &str| headers.iter().find(|(h, _)| h == n).map(|(_, v)| v.clone());
+    let mut body = Vec::new();
+    if let Some(len) = find("content-length") {
+        body.resize(len.parse().ok()?, 0);
+        reader.read_exact(&mut body).ok()?;
+    } else if find("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size).ok()?;
+            let size = usize::from_str_radix(size.trim(), 16).ok()?;
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).ok()?;
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    }
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Some(Seen {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+fn ok_body(text: &str) -> String {
+    json!({
+        "model": "served-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    })
+    .to_string()
+}
+
+fn ok(text: &str) -> Reply {
+    Reply::Send(200, vec![], ok_body(text))
+}
+
+fn endpoint(server: &Server, key: Option<&str>, retries: u32) -> Endpoint {
+    Endpoint {
+        base_url: server.base(),
+        api_key: key.map(str::to_string),
+        timeout: Duration::from_millis(300),
+        retries,
+        max_backoff: Duration::from_millis(50),
+    }
+}
+
+fn request() -> ChatRequest {
+    ChatRequest {
+        model: "gpt-test".into(),
+        messages: vec![json!({"role": "user", "content": "summarize this"})],
+        max_tokens: 500,
+    }
+}
+
+fn fail(script: Vec<Reply>, retries: u32) -> (LlmError, Vec<Seen>) {
+    let server = Server::start(script);
+    let err = chat(&endpoint(&server, None, retries), &request()).unwrap_err();
+    assert!(!err.message.contains('\n'), "one line: {err}");
+    (err, server.seen())
+}
+
+#[test]
+fn success_posts_the_request_and_returns_the_text() {
+    let server = Server::start(vec![ok("the summary")]);
+    let reply = chat(&endpoint(&server, Some("sk-test-key"), 2), &request()).unwrap();
+    assert_eq!(reply.text, "the summary");
+    assert_eq!(reply.model.as_deref(), Some("served-model"));
+    assert_eq!(reply.attempts, 1);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].method, "POST");
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(seen[0].header("authorization"), Some("Bearer sk-test-key"));
+    assert!(
+        seen[0]
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("application/json"))
+    );
+    assert_eq!(
+        seen[0].body,
+        json!({
+            "model": "gpt-test",
+            "messages": [{"role": "user", "content": "summarize this"}],
+            "max_tokens": 500,
+        })
+    );
+}
+
+#[test]
+fn no_authorization_header_without_a_key() {
+    let server = Server::start(vec![ok("fine")]);
+    chat(&endpoint(&server, None, 0), &request()).unwrap();
+    assert_eq!(server.seen()[0].header("authorization"), None);
+}
+
+#[test]
+fn finish_reason_length_is_accepted() {
+    let body =
+        json!({"choices": [{"message": {"content": "cut short"}, "finish_reason": "length"}]});
+    let server = Server::start(vec![Reply::Send(200, vec![], body.to_string())]);
+    let reply = chat(&endpoint(&server, None, 0), &request()).unwrap();
+    assert_eq!(reply.text, "cut short");
+    assert_eq!(reply.model, None);
+}
+
+#[test]
+fn rate_limit_with_retry_after_is_retried() {
+    let limited = Reply::Send(
+        429,
+        vec![("Retry-After", "0")],
+        r#"{"error":{"message":"slow down"}}"#.into(),
+    );
+    let server = Server::start(vec![limited, ok("after the wait")]);
+    let reply = chat(&endpoint(&server, None, 2), &request()).unwrap();
+    assert_eq!(reply.text, "after the wait");
+    assert_eq!(reply.attempts, 2);
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[test]
+fn retry_after_is_capped_by_max_backoff() {
+    let limited = Reply::Send(429, vec![("Retry-After", "3600")], "{}".into());
+    let server = Server::start(vec![limited, ok("soon")]);
+    let started = std::time::Instant::now();
+    chat(&endpoint(&server, None, 1), &request()).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn server_error_then_success() {
+    let server = Server::start(vec![
+        Reply::Send(500, vec![], "oops".into()),
+        ok("second time"),
+    ]);
+    let reply = chat(&endpoint(&server, None, 2), &request()).unwrap();
+    assert_eq!(reply.text, "second time");
+    assert_eq!(reply.attempts, 2);
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[test]
+fn server_error_every_time_fails_after_all_attempts() {
+    let script = (0..5)
+        .map(|_| Reply::Send(500, vec![], r#"{"error":{"message":"boom"}}"#.into()))
+        .collect();
+    let (err, seen) = fail(script, 2);
+    assert_eq!(seen.len(), 3);
+    assert!(err.message.contains("HTTP 500"), "{err}");
+    assert!(err.message.contains("after 3 attempts"), "{err}");
+    assert!(err.message.contains("boom"), "{err}");
+    assert!(err.message.contains("/v1/chat/completions"), "{err}");
+}
+
+#[test]
+fn hang_past_the_timeout_then_success() {
+    let server = Server::start(vec![Reply::Hang(1000), ok("woke up")]);
+    let reply = chat(&endpoint(&server, None, 1), &request()).unwrap();
+    assert_eq!(reply.text, "woke up");
+    assert_eq!(reply.attempts, 2);
+}
+
+#[test]
+fn hang_every_time_is_a_timeout() {
+    let (err, seen) = fail(vec![Reply::Hang(1000), Reply::Hang(1000)], 1);
+    assert_eq!(seen.len(), 2);
+    assert!(err.message.contains("timeout"), "{err}");
+    assert!(err.message.contains("after 2 attempts"), "{err}");
+}
+
+#[test]
+fn closed_connection_is_retried() {
+    let server = Server::start(vec![Reply::Close, ok("reconnected")]);
+    let reply = chat(&endpoint(&server, None, 1), &request()).unwrap();
+    assert_eq!(reply.text, "reconnected");
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[test]
+fn malformed_json_is_an_error() {
+    let (err, seen) = fail(vec![Reply::Send(200, vec![], "not json at all".into())], 2);
+    assert_eq!(seen.len(), 1);
+    assert!(err.message.contains("malformed reply"), "{err}");
+}
+
+#[test]
+fn no_choices_is_an_error() {
+    let (err, _) = fail(
+        vec![Reply::Send(200, vec![], r#"{"choices":[]}"#.into())],
+        0,
+    );
+    assert!(err.message.contains("malformed reply"), "{err}");
+}
+
+#[test]
+fn empty_content_is_an_error_not_a_summary() {
+    let (err, _) = fail(vec![ok("")], 0);
+    assert!(err.message.contains("empty reply"), "{err}");
+    let (err, _) = fail(vec![ok("  \n ")], 0);
+    assert!(err.message.contains("empty reply"), "{err}");
+}
+
+#[test]
+fn client_error_is_not_retried_and_shows_the_server_message() {
+    let body =
+        r#"{"error":{"message":"model 'gpt-test' does not exist","type":"invalid_request_error"}}"#;
+    let (err, seen) = fail(vec![Reply::Send(400, vec![], body.into()), ok("never")], 3);
+    assert_eq!(seen.len(), 1);
+    assert!(err.message.contains("HTTP 400"), "{err}");
+    assert!(
+        err.message.contains("model 'gpt-test' does not exist"),
+        "{err}"
+    );
+}
+
+#[test]
+fn long_server_messages_are_shortened() {
+    let body = "x".repeat(5000);
+    let (err, _) = fail(vec![Reply::Send(400, vec![], body)], 0);
+    assert!(err.message.len() < 400, "{err}");
+}
+
+#[test]
+fn connection_refused_is_an_error() {
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let endpoint = Endpoint {
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+        api_key: None,
+        timeout: Duration::from_millis(300),
+        retries: 1,
+        max_backoff: Duration::from_millis(10),
+    };
+    let err = chat(&endpoint, &request()).unwrap_err();
+    assert!(err.message.contains("connection"), "{err}");
+    assert!(err.message.contains("after 2 attempts"), "{err}");
+}
+
+#[test]
+fn the_key_never_appears_in_errors() {
+    let key = "sk-very-secret-0123456789";
+    let echo = || Reply::Send(500, vec![], r#"{"error":{"message":"got {auth}"}}"#.into());
+    let server = Server::start(vec![echo(), echo()]);
+    let err = chat(&endpoint(&server, Some(key), 1), &request()).unwrap_err();
+    assert!(err.message.contains("HTTP 500"), "{err}");
+    assert!(!err.message.contains(key), "{err}");
+    assert!(!format!("{err:?}").contains(key));
+    // The echo really carried the key, so the scrubbing was tested.
+    assert_eq!(
+        server.seen()[0].header("authorization"),
+        Some(format!("Bearer {key}").as_str())
+    );
+}
