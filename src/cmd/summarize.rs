@@ -489,8 +489,8 @@ impl<'a> Runner<'a> {
             .map(|m| transcript_line(m, dialect, counter))
             .collect::<Result<_>>()?;
         // Chunk the transcript so each request fits the summarizer's window.
-        let mut chunks: Vec<String> = Vec::new();
-        let mut current = String::new();
+        let mut chunks: Vec<Vec<String>> = Vec::new();
+        let mut current: Vec<String> = Vec::new();
         let mut current_tokens = 0;
         for line in lines {
             let t = counter.text(&line)?;
@@ -498,15 +498,14 @@ impl<'a> Runner<'a> {
                 chunks.push(std::mem::take(&mut current));
                 current_tokens = 0;
             }
-            current.push_str(&line);
-            current.push('\n');
+            current.push(line);
             current_tokens += t;
         }
         if !current.is_empty() {
             chunks.push(current);
         }
         let progress = chunks.len() > 1 && std::io::IsTerminal::is_terminal(&std::io::stderr());
-        let call = |user: String| -> Result<String> {
+        let call = |user: String| -> std::result::Result<String, crate::llm::LlmError> {
             let req = ChatRequest {
                 model: model.to_string(),
                 messages: vec![
@@ -515,31 +514,40 @@ impl<'a> Runner<'a> {
                 ],
                 max_tokens: self.args.max_summary_tokens as u32,
             };
-            crate::llm::chat(endpoint, &req)
-                .map(|r| r.text)
-                .map_err(|e| anyhow::anyhow!("{e}"))
+            crate::llm::chat(endpoint, &req).map(|r| r.text)
         };
         let mut parts = Vec::new();
+        let n_chunks = chunks.len();
         for (k, chunk) in chunks.iter().enumerate() {
             if progress {
-                eprintln_note(&format!(
-                    "ctx: summarize: part {} of {}",
-                    k + 1,
-                    chunks.len()
-                ));
+                eprintln_note(&format!("ctx: summarize: part {} of {}", k + 1, n_chunks));
             }
-            let user = match (previous, chunks.len()) {
-                (Some(prev), 1) => format!(
-                    "Extend this summary with the new messages below. Keep what still matters.\n\nSummary so far:\n{prev}\n\nNew messages:\n{chunk}"
-                ),
-                (_, 1) => format!("Conversation to summarize:\n{chunk}"),
-                _ => format!(
-                    "Part {} of {} of the conversation to summarize:\n{chunk}",
-                    k + 1,
-                    chunks.len()
-                ),
-            };
-            parts.push(call(user)?);
+            // If the server says the request is still too long for its context, the oldest
+            // half of what is left is dropped and the call retried.
+            let mut from = 0;
+            loop {
+                let text = chunk[from..].join("\n");
+                let user = match (previous, n_chunks) {
+                    (Some(prev), 1) => format!(
+                        "Extend this summary with the new messages below. Keep what still matters.\n\nSummary so far:\n{prev}\n\nNew messages:\n{text}"
+                    ),
+                    (_, 1) => format!("Conversation to summarize:\n{text}"),
+                    _ => format!(
+                        "Part {} of {n_chunks} of the conversation to summarize:\n{text}",
+                        k + 1
+                    ),
+                };
+                match call(user) {
+                    Ok(t) => {
+                        parts.push(t);
+                        break;
+                    }
+                    Err(e) if is_overflow(&e.message) && chunk.len() - from > 1 => {
+                        from += (chunk.len() - from) / 2;
+                    }
+                    Err(e) => bail!("{e}"),
+                }
+            }
         }
         if parts.len() == 1 {
             return Ok(parts.remove(0));
@@ -552,8 +560,19 @@ impl<'a> Runner<'a> {
         for (k, part) in parts.iter().enumerate() {
             combined.push_str(&format!("Part {}:\n{part}\n\n", k + 1));
         }
-        call(combined)
+        call(combined).map_err(|e| anyhow::anyhow!("{e}"))
     }
+}
+
+/// Whether a server error says the request is longer than the model's context.
+fn is_overflow(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("context_length_exceeded")
+        || m.contains("maximum context length")
+        || m.contains("context length")
+        || m.contains("too many tokens")
+        || m.contains("prompt is too long")
+        || m.contains("exceeds the context")
 }
 
 fn eprintln_note(s: &str) {
@@ -626,6 +645,15 @@ fn transcript_line(m: &Value, dialect: Dialect, counter: &Counter) -> Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overflow_errors_are_recognised() {
+        assert!(is_overflow(
+            "HTTP 400: This model's maximum context length is 8192 tokens"
+        ));
+        assert!(is_overflow("HTTP 400: context_length_exceeded"));
+        assert!(!is_overflow("HTTP 500: boom"));
+    }
 
     #[test]
     fn headers_are_recognised() {
