@@ -455,7 +455,9 @@ impl<'a> Runner<'a> {
         *doc.messages_mut() = out;
         let after = counter.document(&doc)?.total();
         report["tokens_after"] = json!(after);
-        report["messages_covered"] = json!(covered);
+        if report.get("fallback").is_none() {
+            report["messages_covered"] = json!(covered);
+        }
         report["latency_ms"] = json!(started.elapsed().as_millis() as u64);
         if self.endpoint.is_some() && self.summary_text.is_none() {
             report["model"] = json!(summary_model);

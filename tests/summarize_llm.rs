@@ -1,0 +1,777 @@
+//! `ctx summarize --engine llm` end to end: the built binary against a scripted HTTP/1.1 server
+//! on 127.0.0.1 started by each test (no network). The server code is adapted from tests/llm.rs.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// What the server does with one connection.
+enum Reply {
+    /// Status, extra headers and body; `{auth}` in the body becomes the request's Authorization.
+    Send(u16, Vec<(&'static str, &'static str)>, String),
+    /// Read the request, then say nothing for this many milliseconds and close.
+    Hang(u64),
+    /// Read the request and close without answering.
+    Close,
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    /// Names lower-cased.
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct Server {
+    port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    fn start(script: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        let recorded = Arc::clone(&seen);
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let reply = script.lock().unwrap().pop_front();
+                let recorded = Arc::clone(&recorded);
+                // A thread per connection, so a hanging one does not hold up the retry.
+                thread::spawn(move || serve(stream, reply, &recorded));
+            }
+        });
+        Server { port, seen }
+    }
+
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn serve(stream: TcpStream, reply: Option<Reply>, recorded: &Mutex<Vec<Seen>>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let Some(seen) = read_request(&mut reader) else {
+        return;
+    };
+    let auth = seen.header("authorization").unwrap_or("").to_string();
+    recorded.lock().unwrap().push(seen);
+    let mut stream = stream;
+    match reply {
+        Some(Reply::Send(status, headers, body)) => {
+            let body = body.replace("{auth}", &auth);
+            let mut head = format!(
+                "HTTP/1.1 {status} Whatever\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            );
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+            let _ = stream.flush();
+        }
+        Some(Reply::Hang(ms)) => thread::sleep(Duration::from_millis(ms)),
+        Some(Reply::Close) => {}
+        None => {
+            let body = "script exhausted";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 599 Unscripted\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    }
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+    }
+    let find = |n: &str| headers.iter().find(|(h, _)| h == n).map(|(_, v)| v.clone());
+    let mut body = Vec::new();
+    if let Some(len) = find("content-length") {
+        body.resize(len.parse().ok()?, 0);
+        reader.read_exact(&mut body).ok()?;
+    } else if find("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size).ok()?;
+            let size = usize::from_str_radix(size.trim(), 16).ok()?;
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).ok()?;
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    }
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Some(Seen {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+fn ok_body(text: &str) -> String {
+    json!({
+        "model": "served-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    })
+    .to_string()
+}
+
+fn ok(text: &str) -> Reply {
+    Reply::Send(200, vec![], ok_body(text))
+}
+
+fn fail500(body: &str) -> Reply {
+    Reply::Send(500, vec![], body.to_string())
+}
+
+const KEY: &str = "sk-ctx-test-secret-0123456789";
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+}
+
+/// Runs the binary with `input` on stdin and no CTX_*/OPENAI_*/proxy variables, plus `env`.
+fn ctx(args: &[&str], env: &[(&str, &str)], input: &str) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    for (name, _) in std::env::vars() {
+        let upper = name.to_ascii_uppercase();
+        if upper.starts_with("CTX_") || upper.starts_with("OPENAI_") || upper.ends_with("_PROXY") {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd.envs(env.iter().copied())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn ctx");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_string();
+    let writer = thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().expect("wait for ctx");
+    writer.join().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `ctx summarize --engine llm --force` against `base` with short timeouts, plus `extra`.
+fn summarize(base: &str, extra: &[&str], env: &[(&str, &str)], input: &str) -> Run {
+    let mut args = vec![
+        "summarize",
+        "--engine",
+        "llm",
+        "--force",
+        "--base-url",
+        base,
+        "--timeout",
+        "0.5",
+        "--retries",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    ctx(&args, env, input)
+}
+
+fn data(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn openai() -> Value {
+    serde_json::from_str(&data("agent_openai.json")).unwrap()
+}
+
+fn header(n: usize) -> String {
+    format!("[ctx summary of {n} earlier messages]")
+}
+
+/// The user content of a recorded summarizer request.
+fn user_content(seen: &Seen) -> &str {
+    seen.body["messages"][1]["content"].as_str().unwrap_or("")
+}
+
+/// A port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Asserts an exit 4 with nothing on stdout and exactly one `ctx: ... summarizer failed` line.
+fn assert_failed(run: &Run) {
+    assert_eq!(run.code, 4, "stderr: {}", run.stderr);
+    assert_eq!(run.stdout, "", "nothing is written for a failed document");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one stderr line: {:?}", run.stderr);
+    assert!(lines[0].starts_with("ctx: "), "{}", lines[0]);
+    assert!(lines[0].contains("summarizer failed"), "{}", lines[0]);
+}
+
+#[test]
+fn request_shape_model_max_tokens_prompt_transcript_and_key() {
+    let server = Server::start(vec![ok("S1")]);
+    let run = ctx(
+        &[
+            "summarize",
+            "--force",
+            "--keep-recent",
+            "3",
+            "--summary-model",
+            "m1",
+            "--max-summary-tokens",
+            "123",
+            "--base-url",
+            &server.base(),
+            "--timeout",
+            "0.5",
+            "--retries",
+            "1",
+        ],
+        &[("CTX_API_KEY", "k1")],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    let req = &seen[0];
+    assert_eq!(req.method, "POST");
+    assert_eq!(req.path, "/v1/chat/completions");
+    assert_eq!(req.header("authorization"), Some("Bearer k1"));
+    assert_eq!(req.body["model"], "m1");
+    assert_eq!(req.body["max_tokens"], 123);
+    let messages = req.body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0]["role"], "system");
+    let prompt = messages[0]["content"].as_str().unwrap();
+    assert!(prompt.contains("summar"), "{prompt}");
+    assert_eq!(messages[1]["role"], "user");
+    let transcript = user_content(req);
+    assert!(transcript.contains("[called read_file("), "{transcript}");
+    assert!(transcript.contains("[run_tests #2]"), "{transcript}");
+    // The pinned system message and the task are not in the transcript.
+    assert!(
+        !transcript.contains("You are a coding agent"),
+        "{transcript}"
+    );
+    assert!(!run.stdout.contains("k1\""));
+
+    // Without a key: no Authorization header at all.
+    let server = Server::start(vec![ok("S2")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].header("authorization"), None);
+}
+
+#[test]
+fn summary_placement_and_header_openai() {
+    let server = Server::start(vec![ok("The agent read src/parser.rs and ran tests.")]);
+    let input = openai();
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &input.to_string(),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    let out = out.as_array().unwrap();
+    let inp = input.as_array().unwrap();
+    assert_eq!(out.len(), 2 + 1 + 3);
+    assert_eq!(out[0], inp[0]);
+    assert_eq!(out[1], inp[1]);
+    assert_eq!(out[2]["role"], "system");
+    assert_eq!(
+        out[2]["content"].as_str().unwrap(),
+        format!("{}\nThe agent read src/parser.rs and ran tests.", header(8))
+    );
+    assert_eq!(&out[3..], &inp[inp.len() - 3..]);
+}
+
+#[test]
+fn summary_placement_anthropic_keeps_body_keys() {
+    let server = Server::start(vec![ok("Fetched reports 1 and 3; 2 locked.")]);
+    let input: Value = serde_json::from_str(&data("agent_anthropic.json")).unwrap();
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &input.to_string(),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(server.seen().len(), 1);
+    let out = run.json();
+    for key in ["system", "model", "max_tokens"] {
+        assert_eq!(out[key], input[key], "{key}");
+    }
+    let msgs = out["messages"].as_array().unwrap();
+    let inp = input["messages"].as_array().unwrap();
+    let summaries: Vec<&Value> = msgs
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("[ctx summary of "))
+        })
+        .collect();
+    assert_eq!(summaries.len(), 1, "{msgs:?}");
+    assert_eq!(summaries[0]["role"], "user");
+    assert!(
+        summaries[0]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("Fetched reports 1 and 3; 2 locked.")
+    );
+    assert_eq!(msgs[0], inp[0], "the task stays first");
+    assert_eq!(&msgs[msgs.len() - 3..], &inp[inp.len() - 3..]);
+}
+
+#[test]
+fn running_summary_is_extended_with_only_new_messages() {
+    let server = Server::start(vec![ok("FIRST-SUMMARY-TEXT"), ok("SECOND-SUMMARY-TEXT")]);
+    let first = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(first.code, 0, "stderr: {}", first.stderr);
+    let mut doc = first.json();
+    let msgs = doc.as_array_mut().unwrap();
+    assert_eq!(msgs.len(), 6);
+    let call = |id: &str, name: &str, args: &str| {
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": name, "arguments": args}}]})
+    };
+    let result =
+        |id: &str, text: &str| json!({"role": "tool", "tool_call_id": id, "content": text});
+    msgs.extend([
+        json!({"role": "user", "content": "Now also fix the lexer in src/lexer.rs."}),
+        call("call_06", "read_file", r#"{"path": "src/lexer.rs"}"#),
+        result("call_06", "[read_file #6] fn lex() { loop { break; } }"),
+        call("call_07", "run_tests", r#"{"filter": "lexer"}"#),
+        result("call_07", "[run_tests #7] 4 passed"),
+        json!({"role": "assistant", "content": "The lexer is fixed too."}),
+    ]);
+    let second = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &doc.to_string(),
+    );
+    assert_eq!(second.code, 0, "stderr: {}", second.stderr);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    let user = user_content(&seen[1]);
+    assert!(user.contains("Extend this summary"), "{user}");
+    assert!(user.contains("FIRST-SUMMARY-TEXT"), "{user}");
+    // Newly aged out: the last exchange of the first run, its answer, and the new turn.
+    assert!(user.contains("[run_tests #5]"), "{user}");
+    assert!(user.contains("src/lexer.rs"), "{user}");
+    // Summarized before: never sent again.
+    for old in [
+        "src/parser.rs",
+        "[read_file #1]",
+        "[grep #3]",
+        "call_01",
+        "fn parse_header",
+    ] {
+        assert!(!user.contains(old), "{old} sent again: {user}");
+    }
+    // The header of the first summary is not sent as if it were a message.
+    assert!(!user.contains("[ctx summary of"), "{user}");
+
+    let out = second.json();
+    let out = out.as_array().unwrap();
+    let summaries: Vec<&str> = out
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .filter(|t| t.starts_with("[ctx summary of "))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{out:?}");
+    // 8 from the first run, plus call_05, its result, the answer, the user turn, call_06 and
+    // its result.
+    assert_eq!(
+        summaries[0],
+        format!("{}\nSECOND-SUMMARY-TEXT", header(8 + 6))
+    );
+    assert_eq!(out.len(), 2 + 1 + 3);
+    assert_eq!(out[2]["role"], "system");
+}
+
+#[test]
+fn large_range_is_chunked_then_combined() {
+    let words = |seed: usize| -> String {
+        (0..1500)
+            .map(|i| ["alpha", "beta", "gamma", "delta", "omega"][(i + seed) % 5])
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut msgs = vec![
+        json!({"role": "system", "content": "You are a helpful assistant."}),
+        json!({"role": "user", "content": "Write a long essay, part by part."}),
+    ];
+    for k in 0..10 {
+        msgs.push(json!({"role": "assistant", "content": words(k)}));
+        msgs.push(json!({"role": "user", "content": words(k + 1)}));
+    }
+    msgs.push(json!({"role": "assistant", "content": "Done."}));
+    msgs.push(json!({"role": "user", "content": "Thanks."}));
+    msgs.push(json!({"role": "assistant", "content": "You are welcome."}));
+    let input = Value::Array(msgs).to_string();
+
+    let dry = summarize(
+        "http://127.0.0.1:9/v1",
+        &["--keep-recent", "3", "--dry-run"],
+        &[],
+        &input,
+    );
+    assert_eq!(dry.code, 0, "stderr: {}", dry.stderr);
+    let range_tokens = dry.json()["range_tokens"].as_u64().unwrap();
+    assert!((25_000..40_000).contains(&range_tokens), "{range_tokens}");
+
+    let script = (0..20).map(|k| ok(&format!("PARTIAL-{k}"))).collect();
+    let server = Server::start(script);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--summary-model", "gpt-4"],
+        &[],
+        &input,
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let seen = server.seen();
+    assert!(seen.len() >= 4, "{} requests", seen.len());
+    let parts = seen.len() - 1;
+    assert!(
+        user_content(&seen[0]).starts_with(&format!("Part 1 of {parts} ")),
+        "{}",
+        &user_content(&seen[0])[..80]
+    );
+    for req in &seen {
+        assert_eq!(req.body["model"], "gpt-4");
+    }
+    let last = user_content(&seen[parts]);
+    assert!(last.contains("Combine these partial summaries"), "{last}");
+    for k in 0..parts {
+        assert!(last.contains(&format!("PARTIAL-{k}")), "{last}");
+    }
+    let out = run.json();
+    let out = out.as_array().unwrap();
+    let summaries: Vec<&str> = out
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .filter(|t| t.starts_with("[ctx summary of "))
+        .collect();
+    assert_eq!(
+        summaries,
+        vec![format!("{}\nPARTIAL-{parts}", header(20)).as_str()]
+    );
+    assert_eq!(out.len(), 2 + 1 + 3);
+}
+
+#[test]
+fn rate_limit_then_success() {
+    let limited = Reply::Send(
+        429,
+        vec![("Retry-After", "0")],
+        r#"{"error":{"message":"slow down"}}"#.into(),
+    );
+    let server = Server::start(vec![limited, ok("after the wait")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(server.seen().len(), 2);
+    assert!(run.stdout.contains("after the wait"));
+}
+
+#[test]
+fn server_error_then_success() {
+    let server = Server::start(vec![fail500("oops"), ok("second time")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(server.seen().len(), 2);
+    assert!(run.stdout.contains("second time"));
+}
+
+#[test]
+fn server_error_twice_fails_with_exit_4() {
+    let server = Server::start(vec![fail500("boom"), fail500("boom"), ok("never")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_failed(&run);
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[test]
+fn hang_past_the_timeout_fails_with_exit_4() {
+    let server = Server::start(vec![Reply::Hang(3000), Reply::Hang(3000)]);
+    let started = Instant::now();
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_failed(&run);
+    assert!(
+        started.elapsed() < Duration::from_millis(2900),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn malformed_json_fails_with_exit_4() {
+    let server = Server::start(vec![
+        Reply::Send(200, vec![], "not json at all".into()),
+        Reply::Send(200, vec![], "not json at all".into()),
+    ]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_failed(&run);
+}
+
+#[test]
+fn empty_choices_fails_with_exit_4() {
+    let none = || Reply::Send(200, vec![], r#"{"choices":[]}"#.into());
+    let server = Server::start(vec![none(), none()]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_failed(&run);
+    assert!(!run.stdout.contains("ctx summary"));
+}
+
+#[test]
+fn connection_refused_fails_with_exit_4() {
+    let base = format!("http://127.0.0.1:{}/v1", closed_port());
+    let run = summarize(
+        &base,
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_failed(&run);
+}
+
+#[test]
+fn the_key_never_appears_in_stderr() {
+    let echo = || fail500(r#"{"error":{"message":"got {auth}"}}"#);
+    let server = Server::start(vec![echo(), echo()]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--report", "-"],
+        &[("CTX_API_KEY", KEY)],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 4, "stderr: {}", run.stderr);
+    assert!(run.stderr.contains("summarizer failed"), "{}", run.stderr);
+    assert!(!run.stderr.contains(KEY), "{}", run.stderr);
+    assert!(!run.stdout.contains(KEY), "{}", run.stdout);
+    // The echo really carried the key, so the scrubbing was tested.
+    let bearer = format!("Bearer {KEY}");
+    assert_eq!(
+        server.seen()[0].header("authorization"),
+        Some(bearer.as_str())
+    );
+}
+
+/// The report line (JSON) among the stderr lines.
+fn report(stderr: &str) -> Value {
+    stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v.is_object())
+        .unwrap_or_else(|| panic!("no report in {stderr}"))
+}
+
+#[test]
+fn on_error_truncate_drops_the_range() {
+    let server = Server::start(vec![fail500("boom"), fail500("boom")]);
+    let input = openai();
+    let run = summarize(
+        &server.base(),
+        &[
+            "--keep-recent",
+            "3",
+            "--on-error",
+            "truncate",
+            "--report",
+            "-",
+        ],
+        &[],
+        &input.to_string(),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    let msgs = out.as_array().unwrap();
+    let inp = input.as_array().unwrap();
+    assert_eq!(msgs.len(), 2 + 3, "{msgs:?}");
+    assert_eq!(msgs[..2], inp[..2]);
+    assert_eq!(msgs[2..], inp[inp.len() - 3..]);
+    assert!(!run.stdout.contains("[ctx summary of"));
+    let rep = report(&run.stderr);
+    assert_eq!(rep["fallback"], "truncate", "{rep}");
+    assert!(!rep["error"].as_str().unwrap_or("").is_empty(), "{rep}");
+
+    let check = ctx(&["check"], &[], &run.stdout);
+    let findings: Value = serde_json::from_str(&check.stdout).unwrap();
+    let errors: Vec<&Value> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(check.code, 0);
+}
+
+#[test]
+fn on_error_passthrough_leaves_the_document() {
+    let server = Server::start(vec![fail500("boom"), fail500("boom")]);
+    let input = openai();
+    let run = summarize(
+        &server.base(),
+        &[
+            "--keep-recent",
+            "3",
+            "--on-error",
+            "passthrough",
+            "--report",
+            "-",
+        ],
+        &[],
+        &input.to_string(),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(run.json(), input);
+    assert_eq!(report(&run.stderr)["fallback"], "passthrough");
+}
+
+#[test]
+fn dry_run_makes_no_request() {
+    let server = Server::start(vec![ok("never")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--dry-run"],
+        &[("CTX_API_KEY", KEY)],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let rep = run.json();
+    assert!(rep.is_object(), "{rep}");
+    assert_eq!(rep["would_summarize"], true);
+    assert_eq!(rep["range"], json!([2, 3, 4, 5, 6, 7, 8, 9]));
+    thread::sleep(Duration::from_millis(100));
+    assert!(server.seen().is_empty());
+}
+
+#[test]
+fn closed_connection_then_success() {
+    let server = Server::start(vec![Reply::Close, ok("reconnected")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(server.seen().len(), 2);
+    assert!(run.stdout.contains("reconnected"));
+}
+
+#[test]
+fn empty_content_is_a_failure_not_a_summary() {
+    let server = Server::start(vec![ok("  "), ok("  ")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_failed(&run);
+}
