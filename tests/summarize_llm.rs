@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod common;
+
 /// What the server does with one connection.
 enum Reply {
     /// Status, extra headers and body; `{auth}` in the body becomes the request's Authorization.
@@ -774,4 +776,42 @@ fn empty_content_is_a_failure_not_a_summary() {
         &data("agent_openai.json"),
     );
     assert_failed(&run);
+}
+
+mod invariants {
+    use super::common::*;
+    use super::*;
+    use proptest::prelude::*;
+
+    fn is_summary(m: &Value) -> bool {
+        m.get("content")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.starts_with("[ctx summary of "))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// With the llm engine against the test server, summarize keeps SPEC §2's invariants.
+        #[test]
+        fn llm_summaries_keep_the_invariants(
+            (value, dialect) in document(),
+            keep_recent in 1usize..8,
+        ) {
+            let server = Server::start((0..8).map(|_| ok("Summary: the agent read files and ran tests.")).collect());
+            let k = keep_recent.to_string();
+            let fmt = match dialect { ctx::document::Dialect::Openai => "openai", _ => "anthropic" };
+            let run = summarize(&server.base(), &["--keep-recent", &k, "--format", fmt, "-c", "-q"], &[], &value.to_string());
+            prop_assert_eq!(run.code, 0, "{}", run.stderr);
+            let input = parse(value, dialect);
+            let out = parse(serde_json::from_str(&run.stdout).unwrap(), dialect);
+            assert_invariants(&input, &out, &[], |_, _| false, is_summary)?;
+            prop_assert!(error_count(&out) <= error_count(&input));
+            let n = input.messages().len();
+            let m = out.messages().len();
+            let kept = keep_recent.min(n);
+            prop_assert_eq!(&input.messages()[n - kept..], &out.messages()[m - kept..]);
+            prop_assert!(out.messages().iter().filter(|m| is_summary(m)).count() <= 1);
+        }
+    }
 }
