@@ -69,17 +69,22 @@ proptest! {
     fn extractive_summaries_keep_the_invariants(
         (value, dialect) in document(),
         keep_recent in 0usize..8,
+        no_keep_task in proptest::bool::weighted(0.3),
     ) {
         let input = parse(value.clone(), dialect);
         let k = keep_recent.to_string();
         let fmt = match dialect { ctx::document::Dialect::Openai => "openai", _ => "anthropic" };
-        let (code, stdout, stderr) = ctx(&["summarize", "--engine", "extractive", "--force", "--keep-recent", &k, "--format", fmt, "-c", "-q"], &value);
+        let mut args = vec!["summarize", "--engine", "extractive", "--force", "--keep-recent", &k, "--format", fmt, "-c", "-q"];
+        if no_keep_task {
+            args.push("--no-keep-task");
+        }
+        let (code, stdout, stderr) = ctx(&args, &value);
         prop_assert_eq!(code, 0, "{}", stderr);
         let out = parse(serde_json::from_str(&stdout).unwrap(), dialect);
         check_summarized(&input, &out, keep_recent)?;
         // A second run with the same flags finds nothing new to summarize.
         let again_value: Value = serde_json::from_str(&stdout).unwrap();
-        let (code, again, _) = ctx(&["summarize", "--engine", "extractive", "--force", "--keep-recent", &k, "--format", fmt, "-c", "-q"], &again_value);
+        let (code, again, _) = ctx(&args, &again_value);
         prop_assert_eq!(code, 0);
         prop_assert_eq!(again.trim(), stdout.trim());
     }

@@ -427,6 +427,7 @@ impl<'a> Runner<'a> {
         let removed: Vec<usize> = range.iter().copied().chain(previous.map(|p| p.0)).collect();
         let first = *removed.iter().min().expect("range is not empty");
         let mut doc = p.doc;
+        let input_first_user = first_role(doc.messages()).as_deref() == Some("user");
         let originals = std::mem::take(doc.messages_mut());
         let mut out = Vec::with_capacity(originals.len());
         let mut dropped = Vec::new();
@@ -450,6 +451,16 @@ impl<'a> Runner<'a> {
                 });
             } else {
                 out.push(m);
+            }
+        }
+        // I7: when the task itself was summarized (--no-keep-task), a system summary would
+        // leave the output opening with an assistant message; the summary speaks as the user.
+        if input_first_user && first_role(&out).as_deref() != Some("user") {
+            if let Some(s) = out
+                .iter_mut()
+                .find(|m| message_text(m).and_then(summary_header).is_some())
+            {
+                s["role"] = json!("user");
             }
         }
         *doc.messages_mut() = out;
@@ -564,6 +575,14 @@ impl<'a> Runner<'a> {
         }
         call(combined).map_err(|e| anyhow::anyhow!("{e}"))
     }
+}
+
+/// The role of the first non-system message.
+fn first_role(ms: &[Value]) -> Option<String> {
+    ms.iter()
+        .map(|m| m.get("role").and_then(Value::as_str).unwrap_or(""))
+        .find(|r| !matches!(*r, "system" | "developer"))
+        .map(str::to_string)
 }
 
 /// Whether a server error says the request is longer than the model's context.
