@@ -17,9 +17,9 @@ use super::{
     Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, SummarizerFailed, prepare,
 };
 use crate::clip::clip_middle;
-use crate::conversation::Conversation;
-use crate::counter::Counter;
-use crate::document::Dialect;
+use crate::conversation::{Conversation, PinOptions};
+use crate::counter::{Counter, DocumentCount, Notes};
+use crate::document::{Dialect, Document};
 use crate::input::Origin;
 use crate::llm::{ChatRequest, Endpoint};
 use crate::output::render;
@@ -60,10 +60,6 @@ pub struct Args {
     #[command(flatten)]
     pub model: ModelArgs,
 
-    /// At least the N newest messages stay verbatim (extended back to a unit boundary).
-    #[arg(long, value_name = "N", default_value_t = 6)]
-    pub keep_recent: usize,
-
     /// Summarize when at least N messages came since the last summary.
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub after_messages: usize,
@@ -85,6 +81,30 @@ pub struct Args {
     /// Where the summary comes from.
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: Engine,
+
+    #[command(flatten)]
+    pub summary: SummaryArgs,
+
+    /// Report what would be summarized (as JSON on stdout) without calling anything.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    #[command(flatten)]
+    pub pin: PinArgs,
+
+    #[command(flatten)]
+    pub side: SideArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// How a summary is made and placed: the flags `summarize` shares with `fit`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct SummaryArgs {
+    /// At least the N newest messages stay verbatim (extended back to a unit boundary).
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub keep_recent: usize,
 
     /// OpenAI-compatible base URL including the version path (http://localhost:11434/v1).
     #[arg(long, value_name = "URL")]
@@ -126,19 +146,6 @@ pub struct Args {
     /// the document unchanged (passthrough).
     #[arg(long, value_enum, default_value = "fail")]
     pub on_error: OnError,
-
-    /// Report what would be summarized (as JSON on stdout) without calling anything.
-    #[arg(long)]
-    pub dry_run: bool,
-
-    #[command(flatten)]
-    pub pin: PinArgs,
-
-    #[command(flatten)]
-    pub side: SideArgs,
-
-    #[command(flatten)]
-    pub output: OutputArgs,
 }
 
 /// `--engine` choices.
@@ -182,26 +189,29 @@ fn message_text(m: &Value) -> Option<&str> {
     }
 }
 
-/// Runs `summarize` over documents.
-pub struct Runner<'a> {
-    args: &'a Args,
-    env: &'a Env,
-    tools: Option<Arc<Value>>,
-    prompt: String,
-    summary_text: Option<String>,
+/// Where summaries come from, resolved once per run: the engine, its endpoint and prompt, or
+/// the text of `--summary-file`. `summarize` and `fit`'s summarize stage share it.
+pub struct Summarizer {
     engine: Engine,
+    summary_text: Option<String>,
     endpoint: Option<Endpoint>,
+    prompt: String,
+    summary_model: Option<String>,
+    max_summary_tokens: usize,
+    summary_role: SummaryRole,
+    on_error: OnError,
 }
 
-impl<'a> Runner<'a> {
-    /// Resolves the engine and reads the files the run shares.
-    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let tools = args
-            .model
-            .tools
-            .as_deref()
-            .map(read_tools_file)
-            .transpose()?;
+impl Summarizer {
+    /// Resolves `engine` (auto picks llm only when ctx itself is configured for an endpoint,
+    /// and says which on stderr unless `quiet`) and reads the prompt and summary files.
+    pub fn new(
+        args: &SummaryArgs,
+        engine: Engine,
+        env: &Env,
+        quiet: bool,
+        command: &str,
+    ) -> Result<Summarizer> {
         let mut prompt = match &args.prompt_file {
             Some(p) => std::fs::read_to_string(p)
                 .with_context(|| format!("--prompt-file {}: cannot read", p.display()))?,
@@ -230,23 +240,23 @@ impl<'a> Runner<'a> {
         }
         let configured =
             args.base_url.is_some() || env.ctx_base_url.is_some() || env.ctx_api_key.is_some();
-        let engine = match args.engine {
+        let resolved = match engine {
             Engine::Auto if summary_text.is_some() => Engine::Extractive,
             Engine::Auto if configured => Engine::Llm,
             Engine::Auto => Engine::Extractive,
             other => other,
         };
-        if args.engine == Engine::Auto && summary_text.is_none() && !args.output.quiet {
-            eprintln_note(match engine {
-                Engine::Llm => {
-                    "ctx: summarize: --engine auto chose llm (ctx is configured for an endpoint)"
-                }
-                _ => {
-                    "ctx: summarize: --engine auto chose extractive (no --base-url, CTX_BASE_URL or CTX_API_KEY)"
-                }
+        if engine == Engine::Auto && summary_text.is_none() && !quiet {
+            eprintln_note(&match resolved {
+                Engine::Llm => format!(
+                    "ctx: {command}: --engine auto chose llm (ctx is configured for an endpoint)"
+                ),
+                _ => format!(
+                    "ctx: {command}: --engine auto chose extractive (no --base-url, CTX_BASE_URL or CTX_API_KEY)"
+                ),
             });
         }
-        let endpoint = (engine == Engine::Llm && summary_text.is_none()).then(|| Endpoint {
+        let endpoint = (resolved == Engine::Llm && summary_text.is_none()).then(|| Endpoint {
             base_url: args
                 .base_url
                 .clone()
@@ -261,225 +271,50 @@ impl<'a> Runner<'a> {
             retries: args.retries,
             max_backoff: Duration::from_secs(30),
         });
-        Ok(Runner {
-            args,
-            env,
-            tools,
-            prompt,
+        Ok(Summarizer {
+            engine: resolved,
             summary_text,
-            engine,
             endpoint,
+            prompt,
+            summary_model: args
+                .summary_model
+                .clone()
+                .or_else(|| env.summary_model.clone()),
+            max_summary_tokens: args.max_summary_tokens,
+            summary_role: args.summary_role,
+            on_error: args.on_error,
         })
     }
 
-    /// Summarizes one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let args = self.args;
-        let p = prepare(
-            value,
-            &args.input,
-            &args.model,
-            self.env,
-            self.tools.clone(),
-        )?;
-        let counter = Counter::new(&p.settings, p.doc.dialect);
-        let count = counter.document(&p.doc)?;
-        let tokens_before = count.total();
-        let dialect = p.doc.dialect;
-        let msgs = p.doc.messages();
-        let conv = Conversation::new(msgs, dialect);
-        let pinned = conv.pinned_messages(&args.pin.pins())?;
-        let n = msgs.len();
-
-        // The running summary, if any, and how many messages it covers.
-        let previous = (0..n).find_map(|i| {
-            message_text(&msgs[i])
-                .and_then(summary_header)
-                .map(|c| (i, c))
-        });
-        // The boundary: the N newest messages, extended back to a unit boundary.
-        let boundary = if args.keep_recent == 0 {
-            n
-        } else if n <= args.keep_recent {
-            0
-        } else {
-            conv.units[conv.messages[n - args.keep_recent].unit].start
-        };
-        let range: Vec<usize> = (0..boundary)
-            .filter(|&i| !pinned[i] && Some(i) != previous.map(|p| p.0))
-            .filter(|&i| previous.is_none_or(|(s, _)| i > s))
-            .collect();
-        let since = previous.map_or(n, |(s, _)| n - s - 1);
-        let over = match args.over_tokens {
-            Some(b) => p.settings.budget_tokens(b)?,
-            None => p
-                .settings
-                .default_budget(args.reserve, p.doc.body_max_tokens())
-                .map_or(128_000, |b| b.min(128_000)),
-        };
-        let triggered = args.force || since >= args.after_messages || tokens_before as u64 > over;
-        let range_tokens: usize = range.iter().map(|&i| count.messages[i].total()).sum();
-        let mut report = json!({
-            "command": "summarize",
-            "triggered": triggered,
-            "engine": match self.engine { Engine::Llm => "llm", _ if self.summary_text.is_some() => "file", _ => "extractive" },
-            "range": range,
-            "range_tokens": range_tokens,
-            "tokens_before": tokens_before,
-        });
-        let mut warnings = p.warnings;
-        warnings.extend(count.notes.warnings.iter().cloned());
-        if args.dry_run {
-            report["dry_run"] = json!(true);
-            report["would_summarize"] = json!(triggered && !range.is_empty());
-            return Ok(Outcome {
-                stdout: render(&report, args.output.compact),
-                warnings,
-                ..Outcome::default()
-            });
+    /// `llm`, `extractive`, or `file` (`--summary-file`).
+    pub fn engine_name(&self) -> &'static str {
+        match self.engine {
+            _ if self.summary_text.is_some() => "file",
+            Engine::Llm => "llm",
+            _ => "extractive",
         }
-        if !triggered || range.is_empty() {
-            report["tokens_after"] = json!(tokens_before);
-            return Ok(Outcome {
-                stdout: render(p.doc.value(), args.output.compact),
-                warnings,
-                report: Some(report),
-                ..Outcome::default()
-            });
-        }
+    }
 
-        let prev_text = previous.and_then(|(s, _)| message_text(&msgs[s])).map(|t| {
-            t.split_once('\n')
-                .map_or("", |(_, rest)| rest)
-                .trim()
-                .to_string()
-        });
-        let covered = previous.map_or(0, |(_, c)| c) + range.len();
-        let started = std::time::Instant::now();
-        let summary_model = args
-            .summary_model
-            .clone()
-            .or_else(|| self.env.summary_model.clone())
-            .unwrap_or_else(|| p.settings.model_name.clone());
-        let selected: Vec<Value> = range.iter().map(|&i| msgs[i].clone()).collect();
-        let text: Result<String> = match (&self.summary_text, self.engine) {
+    /// The summary text of `selected`, extending `previous` when there is one.
+    fn text(
+        &self,
+        selected: &[Value],
+        dialect: Dialect,
+        previous: Option<&str>,
+        model: &str,
+        counter: &Counter,
+    ) -> Result<String> {
+        match (&self.summary_text, self.engine) {
             (Some(t), _) => Ok(t.clone()),
-            (None, Engine::Llm) => self.llm_summary(
-                &selected,
-                dialect,
-                prev_text.as_deref(),
-                &summary_model,
-                &counter,
-            ),
+            (None, Engine::Llm) => self.llm_summary(selected, dialect, previous, model, counter),
             (None, _) => crate::extractive::summarize(
-                &selected,
+                selected,
                 dialect,
-                p.settings.encoding,
-                args.max_summary_tokens,
-                prev_text.as_deref(),
+                counter.settings.encoding,
+                self.max_summary_tokens,
+                previous,
             ),
-        };
-        let text = match text {
-            Ok(t) => t,
-            Err(e) => match args.on_error {
-                OnError::Fail => {
-                    return Err(SummarizerFailed {
-                        reason: format!("{e:#}"),
-                    }
-                    .into());
-                }
-                OnError::Passthrough => {
-                    report["fallback"] = json!("passthrough");
-                    report["error"] = json!(format!("{e:#}"));
-                    report["tokens_after"] = json!(tokens_before);
-                    return Ok(Outcome {
-                        stdout: render(p.doc.value(), args.output.compact),
-                        warnings,
-                        report: Some(report),
-                        ..Outcome::default()
-                    });
-                }
-                OnError::Truncate => {
-                    report["fallback"] = json!("truncate");
-                    report["error"] = json!(format!("{e:#}"));
-                    String::new()
-                }
-            },
-        };
-        // Enforce the limit on whatever came back.
-        let text = match clip_middle(p.settings.encoding, &text, args.max_summary_tokens)? {
-            Some(cut) => cut,
-            None => text,
-        };
-        let summary = if text.is_empty() {
-            None
-        } else {
-            let role = match (dialect, args.summary_role) {
-                (Dialect::Anthropic, _) | (_, SummaryRole::User) => "user",
-                (Dialect::Openai, SummaryRole::System) => "system",
-            };
-            Some(
-                json!({"role": role, "content": format!("{HEADER_PREFIX}{covered}{HEADER_SUFFIX}\n{text}")}),
-            )
-        };
-
-        // Placement: where the first removed message was.
-        let removed: Vec<usize> = range.iter().copied().chain(previous.map(|p| p.0)).collect();
-        let first = *removed.iter().min().expect("range is not empty");
-        let mut doc = p.doc;
-        let input_first_user = first_role(doc.messages()).as_deref() == Some("user");
-        let originals = std::mem::take(doc.messages_mut());
-        let mut out = Vec::with_capacity(originals.len());
-        let mut dropped = Vec::new();
-        let mut summary = summary;
-        for (i, m) in originals.into_iter().enumerate() {
-            if i == first {
-                if let Some(s) = summary.take() {
-                    out.push(s);
-                }
-            }
-            if removed.contains(&i) {
-                let reason = if report.get("fallback").is_some() {
-                    "truncated"
-                } else {
-                    "summarized"
-                };
-                dropped.push(Dropped {
-                    index: i,
-                    reason: reason.into(),
-                    message: m,
-                });
-            } else {
-                out.push(m);
-            }
         }
-        // I7: when the task itself was summarized (--no-keep-task), a system summary would
-        // leave the output opening with an assistant message; the summary speaks as the user.
-        if input_first_user && first_role(&out).as_deref() != Some("user") {
-            if let Some(s) = out
-                .iter_mut()
-                .find(|m| message_text(m).and_then(summary_header).is_some())
-            {
-                s["role"] = json!("user");
-            }
-        }
-        *doc.messages_mut() = out;
-        let after = counter.document(&doc)?.total();
-        report["tokens_after"] = json!(after);
-        if report.get("fallback").is_none() {
-            report["messages_covered"] = json!(covered);
-        }
-        report["latency_ms"] = json!(started.elapsed().as_millis() as u64);
-        if self.endpoint.is_some() && self.summary_text.is_none() {
-            report["model"] = json!(summary_model);
-        }
-        Ok(Outcome {
-            stdout: render(&doc.into_value(), args.output.compact),
-            warnings,
-            report: Some(report),
-            dropped,
-            code: 0,
-        })
     }
 
     /// The LLM engine: a transcript of the range, chunked when it exceeds the summarizer's
@@ -495,7 +330,7 @@ impl<'a> Runner<'a> {
         let endpoint = self.endpoint.as_ref().expect("llm engine has an endpoint");
         let window = crate::models::lookup(model).map_or(128_000, |m| m.context_window) as usize;
         let room = window
-            .saturating_sub(self.args.max_summary_tokens + counter.text(&self.prompt)? + 200)
+            .saturating_sub(self.max_summary_tokens + counter.text(&self.prompt)? + 200)
             .max(1000);
         let lines: Vec<String> = selected
             .iter()
@@ -525,7 +360,7 @@ impl<'a> Runner<'a> {
                     json!({"role": "system", "content": self.prompt}),
                     json!({"role": "user", "content": user}),
                 ],
-                max_tokens: self.args.max_summary_tokens as u32,
+                max_tokens: self.max_summary_tokens as u32,
             };
             crate::llm::chat(endpoint, &req).map(|r| r.text)
         };
@@ -574,6 +409,356 @@ impl<'a> Runner<'a> {
             combined.push_str(&format!("Part {}:\n{part}\n\n", k + 1));
         }
         call(combined).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+/// What to summarize and when.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// At least this many newest messages stay verbatim.
+    pub keep_recent: usize,
+    /// Trigger: at least this many messages since the last summary.
+    pub after_messages: usize,
+    /// Trigger: the document is over this many tokens.
+    pub over_tokens: u64,
+    /// Summarize whatever the triggers say.
+    pub force: bool,
+    pub pins: PinOptions,
+}
+
+/// Which messages a run would summarize, and whether a trigger holds.
+#[derive(Debug)]
+pub struct Plan {
+    /// The running summary found in the document: (its index, messages it covers).
+    pub previous: Option<(usize, usize)>,
+    /// Indices of the messages to summarize (the running summary excluded).
+    pub range: Vec<usize>,
+    /// Their tokens.
+    pub range_tokens: usize,
+    pub triggered: bool,
+}
+
+/// Chooses the range: every unpinned message older than the `keep_recent` newest (extended
+/// back to a unit boundary), after the running summary if there is one.
+pub fn plan(doc: &Document, count: &DocumentCount, opts: &Options) -> Result<Plan> {
+    let msgs = doc.messages();
+    let conv = Conversation::new(msgs, doc.dialect);
+    let pinned = conv.pinned_messages(&opts.pins)?;
+    let n = msgs.len();
+    let previous = (0..n).find_map(|i| {
+        message_text(&msgs[i])
+            .and_then(summary_header)
+            .map(|c| (i, c))
+    });
+    let boundary = if opts.keep_recent == 0 {
+        n
+    } else if n <= opts.keep_recent {
+        0
+    } else {
+        conv.units[conv.messages[n - opts.keep_recent].unit].start
+    };
+    let range: Vec<usize> = (0..boundary)
+        .filter(|&i| !pinned[i] && Some(i) != previous.map(|p| p.0))
+        .filter(|&i| previous.is_none_or(|(s, _)| i > s))
+        .collect();
+    let since = previous.map_or(n, |(s, _)| n - s - 1);
+    let triggered = opts.force
+        || since >= opts.after_messages
+        || count.total() as u64 > opts.over_tokens;
+    let range_tokens = range.iter().map(|&i| count.messages[i].total()).sum();
+    Ok(Plan {
+        previous,
+        range,
+        range_tokens,
+        triggered,
+    })
+}
+
+/// What summarizing did to one document.
+#[derive(Debug)]
+pub struct Summarization {
+    pub doc: Document,
+    pub plan: Plan,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    /// Cumulative messages covered by the summary written (None when nothing was written).
+    pub covered: Option<usize>,
+    /// `truncate` or `passthrough` when the engine failed and `--on-error` chose a fallback.
+    pub fallback: Option<&'static str>,
+    /// The engine's error behind a fallback.
+    pub error: Option<String>,
+    /// The model asked, for the llm engine.
+    pub model: Option<String>,
+    pub latency_ms: u64,
+    /// Originals of the summarized (or, on fallback, dropped) messages.
+    pub dropped: Vec<Dropped>,
+    /// For each output message, its index in the input (None for the new summary).
+    pub origins: Vec<Option<usize>>,
+}
+
+impl Summarization {
+    /// The `--report` fields.
+    pub fn report(&self, engine: &str) -> Value {
+        let mut r = json!({
+            "command": "summarize",
+            "triggered": self.plan.triggered,
+            "engine": engine,
+            "range": self.plan.range,
+            "range_tokens": self.plan.range_tokens,
+            "tokens_before": self.tokens_before,
+        });
+        if let Some(f) = self.fallback {
+            r["fallback"] = json!(f);
+            r["error"] = json!(self.error);
+        }
+        r["tokens_after"] = json!(self.tokens_after);
+        if let Some(c) = self.covered {
+            r["messages_covered"] = json!(c);
+        }
+        if self.plan.triggered && !self.plan.range.is_empty() {
+            r["latency_ms"] = json!(self.latency_ms);
+        }
+        if let Some(m) = &self.model {
+            r["model"] = json!(m);
+        }
+        r
+    }
+}
+
+/// Summarizes `doc` (already counted as `count`) when a trigger holds: the one implementation
+/// behind `ctx summarize` and `fit`'s summarize stage.
+pub fn summarize(
+    doc: Document,
+    counter: &Counter,
+    count: &DocumentCount,
+    opts: &Options,
+    s: &Summarizer,
+) -> Result<Summarization> {
+    let plan = plan(&doc, count, opts)?;
+    let tokens_before = count.total();
+    let dialect = doc.dialect;
+    let mut out = Summarization {
+        origins: Vec::new(),
+        doc,
+        plan,
+        tokens_before,
+        tokens_after: tokens_before,
+        covered: None,
+        fallback: None,
+        error: None,
+        model: None,
+        latency_ms: 0,
+        dropped: Vec::new(),
+    };
+    if !out.plan.triggered || out.plan.range.is_empty() {
+        out.origins = (0..out.doc.messages().len()).map(Some).collect();
+        return Ok(out);
+    }
+    let msgs = out.doc.messages();
+    let previous = out.plan.previous;
+    let prev_text = previous
+        .and_then(|(i, _)| message_text(&msgs[i]))
+        .map(|t| {
+            t.split_once('\n')
+                .map_or("", |(_, rest)| rest)
+                .trim()
+                .to_string()
+        });
+    let covered = previous.map_or(0, |(_, c)| c) + out.plan.range.len();
+    let started = std::time::Instant::now();
+    let summary_model = s
+        .summary_model
+        .clone()
+        .unwrap_or_else(|| counter.settings.model_name.clone());
+    if s.endpoint.is_some() {
+        out.model = Some(summary_model.clone());
+    }
+    let selected: Vec<Value> = out.plan.range.iter().map(|&i| msgs[i].clone()).collect();
+    let text = match s.text(
+        &selected,
+        dialect,
+        prev_text.as_deref(),
+        &summary_model,
+        counter,
+    ) {
+        Ok(t) => t,
+        Err(e) => match s.on_error {
+            OnError::Fail => {
+                return Err(SummarizerFailed {
+                    reason: format!("{e:#}"),
+                }
+                .into());
+            }
+            OnError::Passthrough => {
+                out.fallback = Some("passthrough");
+                out.error = Some(format!("{e:#}"));
+                out.latency_ms = started.elapsed().as_millis() as u64;
+                out.origins = (0..out.doc.messages().len()).map(Some).collect();
+                return Ok(out);
+            }
+            OnError::Truncate => {
+                out.fallback = Some("truncate");
+                out.error = Some(format!("{e:#}"));
+                String::new()
+            }
+        },
+    };
+    // Enforce the limit on whatever came back.
+    let text = match clip_middle(counter.settings.encoding, &text, s.max_summary_tokens)? {
+        Some(cut) => cut,
+        None => text,
+    };
+    let mut summary = (!text.is_empty()).then(|| {
+        let role = match (dialect, s.summary_role) {
+            (Dialect::Anthropic, _) | (_, SummaryRole::User) => "user",
+            (Dialect::Openai, SummaryRole::System) => "system",
+        };
+        json!({"role": role, "content": format!("{HEADER_PREFIX}{covered}{HEADER_SUFFIX}\n{text}")})
+    });
+    if summary.is_some() {
+        out.covered = Some(covered);
+    }
+
+    // Placement: where the first removed message was.
+    let mut removed = vec![false; msgs.len()];
+    for &i in out.plan.range.iter().chain(previous.iter().map(|p| &p.0)) {
+        removed[i] = true;
+    }
+    let first = removed.iter().position(|&r| r).expect("range is not empty");
+    let input_first_user = first_role(msgs).as_deref() == Some("user");
+    let originals = std::mem::take(out.doc.messages_mut());
+    let mut kept = Vec::with_capacity(originals.len());
+    let mut tokens_after = tokens_before;
+    let reason = if out.fallback.is_some() {
+        "truncated"
+    } else {
+        "summarized"
+    };
+    for (i, m) in originals.into_iter().enumerate() {
+        if i == first {
+            if let Some(s) = summary.take() {
+                kept.push(s);
+                out.origins.push(None);
+            }
+        }
+        if removed[i] {
+            tokens_after -= count.messages[i].total();
+            out.dropped.push(Dropped {
+                index: i,
+                reason: reason.into(),
+                message: m,
+            });
+        } else {
+            kept.push(m);
+            out.origins.push(Some(i));
+        }
+    }
+    // I7: when the task itself was summarized (--no-keep-task), a system summary would
+    // leave the output opening with an assistant message; the summary speaks as the user.
+    if input_first_user && first_role(&kept).as_deref() != Some("user") {
+        if let Some(s) = kept
+            .iter_mut()
+            .find(|m| message_text(m).and_then(summary_header).is_some())
+        {
+            s["role"] = json!("user");
+        }
+    }
+    if let Some(k) = out.origins.iter().position(Option::is_none) {
+        tokens_after += counter.message(&kept[k], &mut Notes::default())?.total();
+    }
+    *out.doc.messages_mut() = kept;
+    out.tokens_after = tokens_after;
+    out.latency_ms = started.elapsed().as_millis() as u64;
+    Ok(out)
+}
+
+/// Runs `summarize` over documents.
+pub struct Runner<'a> {
+    args: &'a Args,
+    env: &'a Env,
+    tools: Option<Arc<Value>>,
+    summarizer: Summarizer,
+}
+
+impl<'a> Runner<'a> {
+    /// Resolves the engine and reads the files the run shares.
+    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
+        let tools = args
+            .model
+            .tools
+            .as_deref()
+            .map(read_tools_file)
+            .transpose()?;
+        let summarizer = Summarizer::new(
+            &args.summary,
+            args.engine,
+            env,
+            args.output.quiet,
+            "summarize",
+        )?;
+        Ok(Runner {
+            args,
+            env,
+            tools,
+            summarizer,
+        })
+    }
+
+    /// Summarizes one document.
+    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
+        let args = self.args;
+        let p = prepare(
+            value,
+            &args.input,
+            &args.model,
+            self.env,
+            self.tools.clone(),
+        )?;
+        let counter = Counter::new(&p.settings, p.doc.dialect);
+        let count = counter.document(&p.doc)?;
+        let over_tokens = match args.over_tokens {
+            Some(b) => p.settings.budget_tokens(b)?,
+            None => p
+                .settings
+                .default_budget(args.reserve, p.doc.body_max_tokens())
+                .map_or(128_000, |b| b.min(128_000)),
+        };
+        let opts = Options {
+            keep_recent: args.summary.keep_recent,
+            after_messages: args.after_messages,
+            over_tokens,
+            force: args.force,
+            pins: args.pin.pins(),
+        };
+        let mut warnings = p.warnings;
+        warnings.extend(count.notes.warnings.iter().cloned());
+        if args.dry_run {
+            let plan = plan(&p.doc, &count, &opts)?;
+            let report = json!({
+                "command": "summarize",
+                "triggered": plan.triggered,
+                "engine": self.summarizer.engine_name(),
+                "range": plan.range,
+                "range_tokens": plan.range_tokens,
+                "tokens_before": count.total(),
+                "dry_run": true,
+                "would_summarize": plan.triggered && !plan.range.is_empty(),
+            });
+            return Ok(Outcome {
+                stdout: render(&report, args.output.compact),
+                warnings,
+                ..Outcome::default()
+            });
+        }
+        let s = summarize(p.doc, &counter, &count, &opts, &self.summarizer)?;
+        let report = s.report(self.summarizer.engine_name());
+        Ok(Outcome {
+            stdout: render(&s.doc.into_value(), args.output.compact),
+            warnings,
+            report: Some(report),
+            dropped: s.dropped,
+            code: 0,
+        })
     }
 }
 
