@@ -248,3 +248,30 @@ fn anthropic_reasoning_of_an_unfinished_tool_loop_is_kept() {
         "the unfinished loop keeps its thinking"
     );
 }
+
+/// Found by the property test: clearing a result that holds a tiny image replaced a 1-token image
+/// with a longer placeholder, and the document grew.
+#[test]
+fn clearing_a_result_with_a_tiny_image_never_grows_the_document() {
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAYAAABytg0kAAAAEklEQVR4nGP4z8DwHwyBDAYGAD9MBfuqUA4AAAAASUVORK5CYII=";
+    let value = serde_json::json!({
+        "model": "claude-sonnet-4-5", "max_tokens": 1024,
+        "messages": [
+            {"role": "user", "content": "look at the file"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "shot", "input": {"q": "x"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                    {"type": "text", "text": "ok"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}]}]},
+            {"role": "assistant", "content": "done"}
+        ]
+    });
+    let doc = parse(value, Dialect::Anthropic);
+    let opts = Options {
+        keep: 0,
+        ..Options::default()
+    };
+    let out = run(&doc, &opts).unwrap();
+    assert_eq!(out.value(), doc.value(), "nothing worth clearing");
+}

@@ -226,10 +226,25 @@ pub fn prune(
         };
         let chars = text.chars().count();
         let placeholder = template.render(&r.tool, tokens, chars);
-        if counter.text(&placeholder)? >= tokens && !has_media(value) {
-            continue; // Clearing would not save anything.
+        if has_media(value) {
+            // Images and documents cost tokens too: compare the whole message both ways.
+            let before = counter.message(&staged[r.message], &mut Notes::default())?;
+            let old = std::mem::replace(
+                staged[r.message].pointer_mut(&r.pointer).expect("located"),
+                Value::String(placeholder),
+            );
+            let after = counter.message(&staged[r.message], &mut Notes::default())?;
+            if after.total() >= before.total() {
+                *staged[r.message].pointer_mut(&r.pointer).expect("located") = old;
+                continue; // Clearing would not save anything.
+            }
+        } else {
+            if counter.text(&placeholder)? >= tokens {
+                continue; // Clearing would not save anything.
+            }
+            *staged[r.message].pointer_mut(&r.pointer).expect("located") =
+                Value::String(placeholder);
         }
-        *staged[r.message].pointer_mut(&r.pointer).expect("located") = Value::String(placeholder);
         if opts.clear_inputs {
             if let Some((m, p)) = &r.call_args {
                 if let Some(args) = staged[*m].pointer_mut(p) {
