@@ -62,6 +62,15 @@ const ANTHROPIC_BLOCKS: &[&str] = &[
 ];
 
 impl Document {
+    /// An empty message array: what is left in a place a document was moved out of.
+    pub fn placeholder() -> Document {
+        Document {
+            root: Value::Array(Vec::new()),
+            shape: Shape::Array,
+            dialect: Dialect::Openai,
+        }
+    }
+
     /// Recognises `value`. `format` forces the dialect; `model_is_claude` says whether the model
     /// that will be used (flag, body or environment) is a Claude model.
     pub fn parse(

@@ -17,5 +17,6 @@ pub mod input;
 pub mod llm;
 pub mod models;
 pub mod output;
+pub mod profile;
 pub mod settings;
 pub mod tokenizer;

@@ -29,6 +29,16 @@ use ctx::output::{self, Stdout};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+
+    /// Take flag defaults from [profile.NAME] in ctx.toml (env CTX_PROFILE); flags given on
+    /// the command line win.
+    #[arg(long, global = true, value_name = "NAME")]
+    profile: Option<String>,
+
+    /// The profile file (default: ./ctx.toml, else $XDG_CONFIG_HOME/ctx/ctx.toml or
+    /// ~/.config/ctx/ctx.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -37,12 +47,19 @@ enum Command {
     Check(cmd::check::Args),
     Models(cmd::models::Args),
     Prune(Box<cmd::prune::Args>),
-    Summarize(Box<cmd::summarize::Args>),
     Truncate(Box<cmd::truncate::Args>),
+    Summarize(Box<cmd::summarize::Args>),
+    Fit(Box<cmd::fit::Args>),
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    use clap::CommandFactory;
+    let lookup = ctx::profile::Lookup::from_process();
+    let argv = match ctx::profile::apply(std::env::args_os().collect(), &Cli::command(), &lookup) {
+        Ok(a) => a,
+        Err(e) => return ExitCode::from(fail(&e)),
+    };
+    let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version go to stdout, and `ctx` alone shows the help; every other
@@ -90,6 +107,15 @@ fn main() -> ExitCode {
             Err(e) => fail(&e),
         },
         Command::Summarize(args) => match cmd::summarize::Runner::new(args, &env) {
+            Ok(r) => filter(
+                &args.input.files,
+                args.output.quiet,
+                Some(&args.side),
+                |o, v| r.process(o, v),
+            ),
+            Err(e) => fail(&e),
+        },
+        Command::Fit(args) => match cmd::fit::Runner::new(args, &env) {
             Ok(r) => filter(
                 &args.input.files,
                 args.output.quiet,

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod count;
+pub mod fit;
 pub mod models;
 pub mod prune;
 pub mod summarize;

@@ -462,9 +462,8 @@ pub fn plan(doc: &Document, count: &DocumentCount, opts: &Options) -> Result<Pla
         .filter(|&i| previous.is_none_or(|(s, _)| i > s))
         .collect();
     let since = previous.map_or(n, |(s, _)| n - s - 1);
-    let triggered = opts.force
-        || since >= opts.after_messages
-        || count.total() as u64 > opts.over_tokens;
+    let triggered =
+        opts.force || since >= opts.after_messages || count.total() as u64 > opts.over_tokens;
     let range_tokens = range.iter().map(|&i| count.messages[i].total()).sum();
     Ok(Plan {
         previous,
@@ -556,14 +555,12 @@ pub fn summarize(
     }
     let msgs = out.doc.messages();
     let previous = out.plan.previous;
-    let prev_text = previous
-        .and_then(|(i, _)| message_text(&msgs[i]))
-        .map(|t| {
-            t.split_once('\n')
-                .map_or("", |(_, rest)| rest)
-                .trim()
-                .to_string()
-        });
+    let prev_text = previous.and_then(|(i, _)| message_text(&msgs[i])).map(|t| {
+        t.split_once('\n')
+            .map_or("", |(_, rest)| rest)
+            .trim()
+            .to_string()
+    });
     let covered = previous.map_or(0, |(_, c)| c) + out.plan.range.len();
     let started = std::time::Instant::now();
     let summary_model = s

@@ -134,7 +134,7 @@ impl Default for Weights {
     }
 }
 
-fn parse_weights(s: &str) -> Result<Weights, String> {
+pub fn parse_weights(s: &str) -> Result<Weights, String> {
     let mut w = Weights::default();
     for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
         let (k, v) = pair
@@ -195,6 +195,8 @@ pub struct Truncation {
     pub notes: usize,
     /// Originals of removed and cut messages.
     pub dropped: Vec<Dropped>,
+    /// For each output message, its index in the input (None for a note).
+    pub origins: Vec<Option<usize>>,
 }
 
 /// Truncates `doc` (already counted as `count` by `counter`) to `opts.budget`.
@@ -215,6 +217,7 @@ pub fn truncate(
         .collect();
     let pinned = conv.pinned_units(&opts.pins)?;
     let unchanged = |doc: Document| Truncation {
+        origins: (0..doc.messages().len()).map(Some).collect(),
         doc,
         tokens_before,
         tokens_after: tokens_before,
@@ -432,6 +435,7 @@ pub fn truncate(
     let mut out = Vec::with_capacity(messages.len());
     let mut removed = Vec::new();
     let mut dropped = Vec::new();
+    let mut origins = Vec::with_capacity(messages.len());
     let mut notes = 0;
     let mut gap = 0usize;
     for (u, unit) in conv.units.iter().enumerate() {
@@ -439,11 +443,13 @@ pub fn truncate(
             if gap > 0 {
                 if let Some(text) = &opts.note {
                     out.push(note_message(dialect, text, gap));
+                    origins.push(None);
                     notes += 1;
                 }
                 gap = 0;
             }
             out.extend(unit.range().map(|m| std::mem::take(&mut messages[m])));
+            origins.extend(unit.range().map(Some));
         } else {
             gap += unit.end - unit.start;
             for m in unit.range() {
@@ -478,6 +484,7 @@ pub fn truncate(
         partial,
         notes,
         dropped,
+        origins,
     })
 }
 
