@@ -240,6 +240,65 @@ fn shape_problems(cases: &[(&str, Value)]) -> Vec<String> {
         ));
     }
 
+    // The transforming commands, pushed hard: each document comes out (exit 0) or cannot fit
+    // (exit 3, one `cannot fit` line); never an input error, never a panic.
+    let transforms: [&[&str]; 5] = [
+        &[
+            "prune",
+            "-c",
+            "--keep",
+            "0",
+            "--max-tool-tokens",
+            "5",
+            "--thinking",
+            "all",
+        ],
+        &["truncate", "-c", "--budget", "1", "--partial", "--note"],
+        &[
+            "summarize",
+            "-c",
+            "--engine",
+            "extractive",
+            "--force",
+            "--keep-recent",
+            "1",
+        ],
+        &[
+            "fit",
+            "-c",
+            "--budget",
+            "1",
+            "--partial",
+            "--summarize=extractive",
+        ],
+        &["fit", "-c", "--budget", "200", "--clear-inputs", "--note"],
+    ];
+    for args in transforms {
+        let run = ctx(args, input.clone());
+        run.assert_robust();
+        let errors = run.errors();
+        let bad: Vec<&&str> = errors
+            .iter()
+            .filter(|l| !l.contains("cannot fit"))
+            .collect();
+        if !matches!(run.code(), 0 | 3) || !bad.is_empty() {
+            problems.push(format!(
+                "[{label}] {}: expected exit 0 or 3 (cannot fit)\n{}",
+                args[0],
+                run.context()
+            ));
+        } else if run.docs().len() + errors.len() != cases.len() {
+            problems.push(format!(
+                "[{label}] {}: {} outputs and {} errors for {} documents\n{}",
+                args[0],
+                run.docs().len(),
+                errors.len(),
+                cases.len(),
+                run.context()
+            ));
+        }
+    }
+
     let run = ctx(&["check", "-c"], input);
     run.assert_robust();
     if !matches!(run.code(), 0 | 1) || !run.errors().is_empty() {
