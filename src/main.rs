@@ -86,51 +86,39 @@ fn main() -> ExitCode {
     let code = match &cli.command {
         Command::Models(args) => single(cmd::models::run(args)),
         Command::Count(args) => match cmd::count::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input.files, args.output_flags.quiet, None, |o, v| {
+            Ok(r) => filter(&args.input.files, &args.output_flags, None, |o, v| {
                 r.process(o, v)
             }),
             Err(e) => fail(&e),
         },
         Command::Check(args) => {
             let r = cmd::check::Runner::new(args, &env);
-            filter(&args.input.files, args.output.quiet, None, |o, v| {
+            filter(&args.input.files, &args.output, None, |o, v| {
                 r.process(o, v)
             })
         }
         Command::Prune(args) => match cmd::prune::Runner::new(args, &env) {
-            Ok(r) => filter(
-                &args.input.files,
-                args.output.quiet,
-                Some(&args.side),
-                |o, v| r.process(o, v),
-            ),
+            Ok(r) => filter(&args.input.files, &args.output, Some(&args.side), |o, v| {
+                r.process(o, v)
+            }),
             Err(e) => fail(&e),
         },
         Command::Summarize(args) => match cmd::summarize::Runner::new(args, &env) {
-            Ok(r) => filter(
-                &args.input.files,
-                args.output.quiet,
-                Some(&args.side),
-                |o, v| r.process(o, v),
-            ),
+            Ok(r) => filter(&args.input.files, &args.output, Some(&args.side), |o, v| {
+                r.process(o, v)
+            }),
             Err(e) => fail(&e),
         },
         Command::Fit(args) => match cmd::fit::Runner::new(args, &env) {
-            Ok(r) => filter(
-                &args.input.files,
-                args.output.quiet,
-                Some(&args.side),
-                |o, v| r.process(o, v),
-            ),
+            Ok(r) => filter(&args.input.files, &args.output, Some(&args.side), |o, v| {
+                r.process(o, v)
+            }),
             Err(e) => fail(&e),
         },
         Command::Truncate(args) => match cmd::truncate::Runner::new(args, &env) {
-            Ok(r) => filter(
-                &args.input.files,
-                args.output.quiet,
-                Some(&args.side),
-                |o, v| r.process(o, v),
-            ),
+            Ok(r) => filter(&args.input.files, &args.output, Some(&args.side), |o, v| {
+                r.process(o, v)
+            }),
             Err(e) => fail(&e),
         },
     };
@@ -258,14 +246,70 @@ impl Sidecars {
     }
 }
 
-/// Runs `process` over every input document; returns the most severe exit code seen.
+/// Writes results in input order: the document to stdout, its warnings (each once per run) to
+/// stderr, its report and dropped messages to the sidecars, and keeps the worst exit code.
+struct Emitter {
+    stdout: Stdout,
+    sidecars: Sidecars,
+    warned: HashSet<String>,
+    code: u8,
+    quiet: bool,
+}
+
+impl Emitter {
+    /// Emits one document's result; `Err(code)` means stop now with that exit code.
+    fn emit(&mut self, origin: &input::Origin, result: anyhow::Result<Outcome>) -> Result<(), u8> {
+        let stderr = std::io::stderr();
+        match result {
+            Ok(mut out) => {
+                if let Err(e) = self.sidecars.success(origin, &mut out) {
+                    return Err(fail(&e.context("cannot write --report/--dropped")));
+                }
+                if !self.quiet {
+                    let mut err = stderr.lock();
+                    for w in out.warnings {
+                        if self.warned.insert(w.clone()) {
+                            let _ = writeln!(err, "ctx: warning: {}", one_line(&w));
+                        }
+                    }
+                }
+                self.code = worse(self.code, out.code);
+                self.stdout
+                    .write_document(&out.stdout)
+                    .map_err(write_failed)
+            }
+            Err(e) => {
+                let line = one_line(&format!("{origin}: {e:#}"));
+                let _ = writeln!(stderr.lock(), "ctx: {line}");
+                let c = cmd::exit_code(&e);
+                self.code = worse(self.code, c);
+                self.sidecars
+                    .failure(origin, &e, c)
+                    .map_err(|e| fail(&e.context("cannot write --report")))
+            }
+        }
+    }
+}
+
+/// A document read from the input, numbered in input order.
+type Job = (usize, input::Origin, anyhow::Result<serde_json::Value>);
+/// A document processed, with its number.
+type Done = (usize, input::Origin, anyhow::Result<Outcome>);
+
+/// Runs `process` over every input document on `jobs` threads and writes the results in input
+/// order; returns the most severe exit code seen.
+///
+/// The input is read and parsed on this thread (a JSON syntax error must end the stream exactly
+/// where it is), documents are processed by the workers, and results are written here as soon
+/// as every earlier one has been. At most a few documents per worker are in flight, so memory
+/// stays bounded however long the stream.
 fn filter(
     files: &[std::path::PathBuf],
-    quiet: bool,
+    output: &cmd::OutputArgs,
     sidecar_args: Option<&cmd::SideArgs>,
-    mut process: impl FnMut(&input::Origin, serde_json::Value) -> anyhow::Result<Outcome>,
+    process: impl Fn(&input::Origin, serde_json::Value) -> anyhow::Result<Outcome> + Sync,
 ) -> u8 {
-    let mut sidecars = match Sidecars::open(sidecar_args) {
+    let sidecars = match Sidecars::open(sidecar_args) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
@@ -273,42 +317,100 @@ fn filter(
         Ok(d) => d,
         Err(e) => return fail(&e),
     };
-    let mut stdout = Stdout::new();
-    let mut warned = HashSet::new();
-    let mut code = 0u8;
-    let stderr = std::io::stderr();
-    for (origin, value) in docs {
-        let result = value.and_then(|v| process(&origin, v));
-        match result {
-            Ok(mut out) => {
-                if let Err(e) = sidecars.success(&origin, &mut out) {
-                    return fail(&e.context("cannot write --report/--dropped"));
-                }
-                if !quiet {
-                    let mut err = stderr.lock();
-                    for w in out.warnings {
-                        if warned.insert(w.clone()) {
-                            let _ = writeln!(err, "ctx: warning: {}", one_line(&w));
-                        }
-                    }
-                }
-                code = worse(code, out.code);
-                if let Err(e) = stdout.write_document(&out.stdout) {
-                    return write_failed(e);
-                }
-            }
-            Err(e) => {
-                let line = one_line(&format!("{origin}: {e:#}"));
-                let _ = writeln!(stderr.lock(), "ctx: {line}");
-                let c = cmd::exit_code(&e);
-                code = worse(code, c);
-                if let Err(e) = sidecars.failure(&origin, &e, c) {
-                    return fail(&e.context("cannot write --report"));
-                }
+    let mut emitter = Emitter {
+        stdout: Stdout::new(),
+        sidecars,
+        warned: HashSet::new(),
+        code: 0,
+        quiet: output.quiet,
+    };
+    let jobs = output.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        |j| j.max(1),
+    );
+    if jobs == 1 {
+        for (origin, value) in docs {
+            let result = value.and_then(|v| process(&origin, v));
+            if let Err(code) = emitter.emit(&origin, result) {
+                return code;
             }
         }
+        return emitter.code;
     }
-    code
+
+    let in_flight = 4 * jobs;
+    let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Job>(in_flight);
+    let job_rx = std::sync::Mutex::new(job_rx);
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<Done>();
+    let process = &process;
+    let job_rx = &job_rx;
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let done_tx = done_tx.clone();
+            scope.spawn(move || {
+                loop {
+                    let job = job_rx
+                        .lock()
+                        .map_err(|_| ())
+                        .and_then(|rx| rx.recv().map_err(|_| ()));
+                    let Ok((seq, origin, value)) = job else {
+                        break;
+                    };
+                    let result = value.and_then(|v| process(&origin, v));
+                    if done_tx.send((seq, origin, result)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let mut pending: std::collections::BTreeMap<
+            usize,
+            (input::Origin, anyhow::Result<Outcome>),
+        > = std::collections::BTreeMap::new();
+        let mut next = 0usize;
+        // Writes every result that is next in order.
+        let mut flush = |pending: &mut std::collections::BTreeMap<usize, _>,
+                         next: &mut usize|
+         -> Result<(), u8> {
+            while let Some((origin, result)) = pending.remove(next) {
+                emitter.emit(&origin, result)?;
+                *next += 1;
+            }
+            Ok(())
+        };
+        for (seq, (origin, value)) in docs.enumerate() {
+            // Keep at most `in_flight` documents between reading and writing.
+            while seq - next >= in_flight {
+                match done_rx.recv() {
+                    Ok((seq, o, r)) => {
+                        pending.insert(seq, (o, r));
+                    }
+                    Err(_) => break,
+                }
+                if let Err(code) = flush(&mut pending, &mut next) {
+                    return code;
+                }
+            }
+            if job_tx.send((seq, origin, value)).is_err() {
+                break;
+            }
+            while let Ok((seq, o, r)) = done_rx.try_recv() {
+                pending.insert(seq, (o, r));
+            }
+            if let Err(code) = flush(&mut pending, &mut next) {
+                return code;
+            }
+        }
+        drop(job_tx);
+        for (seq, o, r) in done_rx.iter() {
+            pending.insert(seq, (o, r));
+            if let Err(code) = flush(&mut pending, &mut next) {
+                return code;
+            }
+        }
+        emitter.code
+    })
 }
 
 /// The more severe of two exit codes: 2, then 4, then 3, then 1, then 0.

@@ -40,6 +40,11 @@ pub struct OutputArgs {
     /// No warnings on stderr (errors are still reported).
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    /// Documents processed at once, for streams of many documents (default: the number of
+    /// CPUs). Output order is always the input order.
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
 }
 
 /// The environment a run reads, captured once at start so that processing stays pure.
