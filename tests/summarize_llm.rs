@@ -815,3 +815,72 @@ mod invariants {
         }
     }
 }
+
+/// `fit --summarize=llm`: the summarize stage is summarize's own code, calling the endpoint once
+/// when the prune stages are not enough, and failing with exit 4 when the endpoint does.
+#[test]
+fn fit_summarize_stage_calls_the_endpoint() {
+    let input = data("fit_agent.json");
+    let server = Server::start(vec![ok(
+        "Spaces were rejected as units; the fix skips them.",
+    )]);
+    let base = server.base();
+    let args = [
+        "fit",
+        "--budget",
+        "400",
+        "--summarize=llm",
+        "--base-url",
+        &base,
+        "--timeout",
+        "0.5",
+        "--retries",
+        "0",
+        "-c",
+        "--report",
+        "-",
+    ];
+    let run = ctx(&args, &[], &input);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(server.seen().len(), 1, "one summarizer call");
+    let out = run.json();
+    let summary = out["messages"][2]["content"].as_str().unwrap();
+    assert!(summary.starts_with(&header(7)), "{summary}");
+    assert!(summary.ends_with("the fix skips them."), "{summary}");
+    let report: Value = serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
+    assert_eq!(report["stopped_at"], "summarize");
+    assert_eq!(report["stages"][3]["engine"], "llm");
+
+    let down = format!("http://127.0.0.1:{}/v1", closed_port());
+    let args = [
+        "fit",
+        "--budget",
+        "400",
+        "--summarize=llm",
+        "--base-url",
+        &down,
+        "--timeout",
+        "0.5",
+        "--retries",
+        "0",
+    ];
+    assert_failed(&ctx(&args, &[], &input));
+    // With --on-error truncate the stage drops the range and the pipeline goes on.
+    let args = [
+        "fit",
+        "--budget",
+        "400",
+        "--summarize=llm",
+        "--base-url",
+        &down,
+        "--timeout",
+        "0.5",
+        "--retries",
+        "0",
+        "--on-error",
+        "truncate",
+        "-q",
+    ];
+    let run = ctx(&args, &[], &input);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+}
