@@ -2,7 +2,7 @@
 //!
 //! The library behind the `ctx` binary. [`conversation`] is the centre: messages grouped into
 //! units, turns, the task and pins, which every command works on. [`counter`] counts what the
-//! API bills, through [`tokenizer`] (the only module that touches the BPE library). [`document`]
+//! API bills, through [`tokenizer`] (ctx's own BPE over rank tables embedded at build time). [`document`]
 //! recognises input shapes and dialects; [`cmd`] holds one file per command. Nothing here reads
 //! stdin, writes stdout or exits: that is `main.rs`'s job.
 

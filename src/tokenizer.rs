@@ -1,15 +1,24 @@
-//! The tokenizer boundary: the only module that talks to the BPE library.
+//! Token counting for the encodings of OpenAI's models.
 //!
-//! It turns text into a token count for one named encoding. Encodings are built lazily, once per
-//! process, and only the one a document needs. Nothing else in ctx may import `tiktoken_rs`, so
-//! that the implementation can be replaced by a faster one without touching the callers.
+//! Each exact encoding is a hand-written pre-tokenizer (split.rs, equivalent to the encoding's
+//! split regex) feeding a byte-pair merge over rank tables that build.rs generated from the
+//! official rank files in data/encodings (bpe.rs). Nothing is built at run time, so the first
+//! count costs what any other does. tiktoken-rs is the reference these are tested against
+//! (tests/tokenizer.rs); it is not linked into ctx.
 
-use std::collections::HashSet;
 use std::fmt;
-use std::sync::OnceLock;
 
-use anyhow::{Result, bail};
-use tiktoken_rs::CoreBPE;
+use anyhow::Result;
+
+mod bpe;
+mod classes;
+mod hash;
+mod split;
+
+use bpe::Ranks;
+
+/// A pre-tokenizer: where the piece that starts at a byte offset ends.
+type Splitter = fn(&[u8], usize) -> usize;
 
 /// A token encoding that ctx can count with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -63,45 +72,85 @@ impl Encoding {
     }
 
     /// Counts the tokens of `text` as the API sees user text: special-token strings such as
-    /// `<|endoftext|>` are ordinary text.
+    /// `<|endoftext|>` are ordinary text. (The `Result` is kept for encodings that may one day
+    /// be loaded from outside the binary; the built-in ones cannot fail.)
     pub fn count(self, text: &str) -> Result<usize> {
-        if text.is_empty() {
-            return Ok(0);
-        }
-        let bpe = match self {
-            Encoding::Approx => return Ok(approx_count(text)),
-            _ => self.bpe()?,
-        };
-        match bpe.encode(text, &HashSet::new()) {
-            Ok((tokens, _)) => Ok(tokens.len()),
-            Err(e) => bail!(
-                "the {} tokenizer cannot split this text ({} bytes): {}",
-                self.name(),
-                text.len(),
-                e.message
-            ),
-        }
+        let b = text.as_bytes();
+        Ok(match self {
+            Encoding::Approx => approx_count(text),
+            Encoding::O200kBase | Encoding::O200kHarmony => {
+                count_with(&bpe::O200K_BASE, split::o200k, b)
+            }
+            Encoding::Cl100kBase => count_with(&bpe::CL100K_BASE, split::cl100k, b),
+            Encoding::P50kBase => count_with(&bpe::P50K_BASE, split::gpt2, b),
+            Encoding::R50kBase => count_with(&bpe::R50K_BASE, split::gpt2, b),
+        })
     }
 
-    fn bpe(self) -> Result<&'static CoreBPE> {
-        static O200K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
-        static HARMONY: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
-        static CL100K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
-        static P50K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
-        static R50K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
-        let (cell, build): (_, fn() -> anyhow::Result<CoreBPE>) = match self {
-            Encoding::O200kBase => (&O200K, tiktoken_rs::o200k_base),
-            Encoding::O200kHarmony => (&HARMONY, tiktoken_rs::o200k_harmony),
-            Encoding::Cl100kBase => (&CL100K, tiktoken_rs::cl100k_base),
-            Encoding::P50kBase => (&P50K, tiktoken_rs::p50k_base),
-            Encoding::R50kBase => (&R50K, tiktoken_rs::r50k_base),
-            Encoding::Approx => unreachable!("approx has no BPE"),
-        };
-        match cell.get_or_init(|| build().map_err(|e| format!("{e:#}"))) {
-            Ok(bpe) => Ok(bpe),
-            Err(e) => bail!("cannot load encoding {}: {e}", self.name()),
+    /// The token ranks of `text` (special-token strings as ordinary text), or `None` for
+    /// `approx`. ctx itself only counts; this exists so that tests can compare every token with
+    /// the reference implementation.
+    #[doc(hidden)]
+    pub fn encode(self, text: &str) -> Option<Vec<u32>> {
+        let (ranks, split) = self.tables()?;
+        let b = text.as_bytes();
+        let mut out = Vec::new();
+        let mut parts = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            let end = split(b, i);
+            ranks.encode_piece(&b[i..end], &mut parts, &mut out);
+            i = end;
         }
+        Some(out)
     }
+
+    /// The pieces the encoding's pre-tokenizer splits `text` into (empty for `approx`).
+    #[doc(hidden)]
+    pub fn pieces(self, text: &str) -> Vec<&str> {
+        let Some((_, split)) = self.tables() else {
+            return Vec::new();
+        };
+        let mut pieces = Vec::new();
+        let mut i = 0;
+        while i < text.len() {
+            let end = split(text.as_bytes(), i);
+            pieces.push(&text[i..end]);
+            i = end;
+        }
+        pieces
+    }
+
+    /// The bytes of token `rank`, if the encoding has it (`None` for `approx`).
+    #[doc(hidden)]
+    pub fn token_bytes(self, rank: u32) -> Option<&'static [u8]> {
+        let (ranks, _) = self.tables()?;
+        ((rank as usize) < ranks.len()).then(|| ranks.token(rank))
+    }
+
+    fn tables(self) -> Option<(&'static Ranks, Splitter)> {
+        Some(match self {
+            Encoding::O200kBase | Encoding::O200kHarmony => (&bpe::O200K_BASE, split::o200k),
+            Encoding::Cl100kBase => (&bpe::CL100K_BASE, split::cl100k),
+            Encoding::P50kBase => (&bpe::P50K_BASE, split::gpt2),
+            Encoding::R50kBase => (&bpe::R50K_BASE, split::gpt2),
+            Encoding::Approx => return None,
+        })
+    }
+}
+
+/// Splits `text` into pieces and counts each piece's tokens. Generic over the splitter so that
+/// each pattern's loop is compiled on its own.
+fn count_with(ranks: &Ranks, split: impl Fn(&[u8], usize) -> usize, b: &[u8]) -> usize {
+    let mut parts = Vec::new();
+    let mut tokens = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let end = split(b, i);
+        tokens += ranks.count_piece(&b[i..end], &mut parts);
+        i = end;
+    }
+    tokens
 }
 
 impl fmt::Display for Encoding {
