@@ -1,10 +1,10 @@
 //! Generates the tokenizer's tables so that loading an encoding costs nothing at run time.
 //!
 //! For each rank file in data/encodings (OpenAI's tiktoken files, base64 token and rank per
-//! line) it writes three flat little-endian arrays that the binary embeds with `include_bytes!`:
-//! the token bytes in rank order, the offset of each rank's bytes, and an open-addressing hash
-//! table from bytes to rank (slot = rank + 1 in the low half, 0 when empty; the hash's low 32
-//! bits as a tag in the high half). It also writes a two-level table of the character classes
+//! line) it writes flat little-endian arrays that the binary embeds with `include_bytes!`: the
+//! token bytes in rank order, the offset of each rank's bytes, an open-addressing hash table from
+//! bytes to rank (control bytes and slots, see `write_rank_tables`), and a direct table of the
+//! two-byte tokens. It also writes a two-level table of the character classes
 //! the split patterns use, taken from regex-syntax.
 
 use std::env;
@@ -37,10 +37,14 @@ fn main() {
         let shift = write_rank_tables(&out, stem, &parse_rank_file(&source, &text));
         let file = |ext: &str| format!("concat!(env!(\"OUT_DIR\"), \"/{stem}.{ext}\")");
         statics.push_str(&format!(
-            "pub static {name}: Ranks = Ranks {{ bytes: include_bytes!({}), offsets: include_bytes!({}), slots: include_bytes!({}), shift: {shift} }};\n",
+            "pub static {name}: Ranks = Ranks {{ bytes: include_bytes!({}), offsets: include_bytes!({}), control: include_bytes!({}), slots: include_bytes!({}), pairs: include_bytes!({}), spans: include_bytes!({}), chars: include_bytes!({}), shift: {shift} }};\n",
             file("bytes"),
             file("offsets"),
+            file("control"),
             file("slots"),
+            file("pairs"),
+            file("spans"),
+            file("chars"),
         ));
     }
     fs::write(out.join("ranks.rs"), statics).expect("write ranks.rs");
@@ -121,25 +125,107 @@ fn write_rank_tables(out: &Path, stem: &str, tokens: &[(Vec<u8>, u32)]) -> u32 {
     }
     offsets.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
 
-    // At most half full, so probes stay short.
-    let bits = (tokens.len() * 2).next_power_of_two().trailing_zeros();
+    // The hash table, about three quarters full: probes are short runs of control bytes, which
+    // sit in a cache line or two, and the control array stays small enough for the CPU's cache.
+    // One control byte per slot
+    // (0 when empty, else 0x80 | the hash's low 7 bits) and a 16-byte slot: the token's first 8
+    // bytes (zero-padded), its rank, and its offset (24 bits) and length (8 bits) in `bytes`.
+    let bits = (tokens.len() + tokens.len() / 4)
+        .next_power_of_two()
+        .trailing_zeros();
     let mask = (1usize << bits) - 1;
     let shift = 64 - bits;
-    let mut slots = vec![0u64; 1 << bits];
+    let mut control = vec![0u8; 1 << bits];
+    let mut slots = vec![0u8; 16 << bits];
     for (token, rank) in tokens {
-        let h = token_hash(token);
+        let prefix = key_prefix(token);
+        let h = token_hash(token, prefix);
         let mut i = (h >> shift) as usize;
-        while slots[i] != 0 {
+        while control[i] != 0 {
             i = (i + 1) & mask;
         }
-        slots[i] = ((h as u32 as u64) << 32) | (*rank as u64 + 1);
+        control[i] = 0x80 | (h as u8 & 0x7F);
+        let offset = u32::from_le_bytes(offsets[*rank as usize * 4..][..4].try_into().unwrap());
+        assert!(
+            offset < 1 << 24 && token.len() < 256,
+            "{stem}: token too long or table too big"
+        );
+        let slot = &mut slots[i * 16..i * 16 + 16];
+        slot[..8].copy_from_slice(&prefix.to_le_bytes());
+        slot[8..12].copy_from_slice(&rank.to_le_bytes());
+        slot[12..].copy_from_slice(&(offset | (token.len() as u32) << 24).to_le_bytes());
     }
-    let slot_bytes: Vec<u8> = slots.iter().flat_map(|s| s.to_le_bytes()).collect();
+
+    // The ranks of all two-byte tokens, indexed by the two bytes (u32::MAX when not a token):
+    // every merge starts from such pairs.
+    let mut pairs = vec![u32::MAX; 1 << 16];
+    for (token, rank) in tokens {
+        if let [a, b] = token[..] {
+            pairs[(a as usize) << 8 | b as usize] = *rank;
+        }
+    }
+    let pair_bytes: Vec<u8> = pairs.iter().flat_map(|r| r.to_le_bytes()).collect();
+
+    // For each two-byte sequence, the lowest rank of any token that contains it (u32::MAX when
+    // none does). No merge can join two bytes into one part before that rank.
+    let mut spans = vec![u32::MAX; 1 << 16];
+    for (token, rank) in tokens {
+        for w in token.windows(2) {
+            let at = (w[0] as usize) << 8 | w[1] as usize;
+            spans[at] = spans[at].min(*rank);
+        }
+    }
+    let span_bytes: Vec<u8> = spans.iter().flat_map(|r| r.to_le_bytes()).collect();
+
+    // For each code point from U+0080 to U+FFFF whose UTF-8 bytes, merged on their own, become
+    // one token: that token's rank and the highest rank among those merges (u32::MAX twice
+    // otherwise). See `Ranks::initial_parts` for how the tokenizer uses it.
+    let by_bytes: std::collections::HashMap<&[u8], u32> =
+        tokens.iter().map(|(t, r)| (t.as_slice(), *r)).collect();
+    let mut chars = vec![u32::MAX; 2 << 16];
+    for cp in 0x80u32..0x1_0000 {
+        let Some(c) = char::from_u32(cp) else {
+            continue; // surrogates
+        };
+        let mut buf = [0u8; 4];
+        let encoded = c.encode_utf8(&mut buf).as_bytes();
+        if let Some((rank, highest)) = merge_alone(encoded, &by_bytes) {
+            chars[cp as usize * 2] = rank;
+            chars[cp as usize * 2 + 1] = highest;
+        }
+    }
+    let char_bytes: Vec<u8> = chars.iter().flat_map(|r| r.to_le_bytes()).collect();
 
     fs::write(out.join(format!("{stem}.bytes")), bytes).expect("write bytes");
     fs::write(out.join(format!("{stem}.offsets")), offsets).expect("write offsets");
-    fs::write(out.join(format!("{stem}.slots")), slot_bytes).expect("write slots");
+    fs::write(out.join(format!("{stem}.control")), control).expect("write control");
+    fs::write(out.join(format!("{stem}.slots")), slots).expect("write slots");
+    fs::write(out.join(format!("{stem}.pairs")), pair_bytes).expect("write pairs");
+    fs::write(out.join(format!("{stem}.spans")), span_bytes).expect("write spans");
+    fs::write(out.join(format!("{stem}.chars")), char_bytes).expect("write chars");
     shift
+}
+
+/// Merges `bytes` on their own as tiktoken does (lowest-ranked adjacent pair first, leftmost
+/// among equals). If they end as one token, returns its rank and the highest rank merged.
+fn merge_alone(bytes: &[u8], ranks: &std::collections::HashMap<&[u8], u32>) -> Option<(u32, u32)> {
+    let mut parts: Vec<&[u8]> = bytes.chunks(1).collect();
+    let mut highest = 0;
+    while parts.len() > 1 {
+        let best = (0..parts.len() - 1)
+            .filter_map(|i| {
+                let joined = [parts[i], parts[i + 1]].concat();
+                ranks.get(joined.as_slice()).map(|&r| (r, i))
+            })
+            .min()?;
+        let (rank, i) = best;
+        highest = highest.max(rank);
+        let end = parts[i].len() + parts[i + 1].len();
+        let start = parts[i].as_ptr() as usize - bytes.as_ptr() as usize;
+        parts[i] = &bytes[start..start + end];
+        parts.remove(i + 1);
+    }
+    Some((ranks[parts[0]], highest))
 }
 
 /// Writes `classes.index` (u16 per 256-code-point block) and `classes.blocks` (the distinct

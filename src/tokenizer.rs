@@ -6,6 +6,7 @@
 //! count costs what any other does. tiktoken-rs is the reference these are tested against
 //! (tests/tokenizer.rs); it is not linked into ctx.
 
+use std::cell::RefCell;
 use std::fmt;
 
 use anyhow::Result;
@@ -15,7 +16,7 @@ mod classes;
 mod hash;
 mod split;
 
-use bpe::Ranks;
+use bpe::{Ranks, Scratch};
 
 /// A pre-tokenizer: where the piece that starts at a byte offset ends.
 type Splitter = fn(&[u8], usize) -> usize;
@@ -95,11 +96,11 @@ impl Encoding {
         let (ranks, split) = self.tables()?;
         let b = text.as_bytes();
         let mut out = Vec::new();
-        let mut parts = Vec::new();
+        let mut scratch = Scratch::default();
         let mut i = 0;
         while i < b.len() {
             let end = split(b, i);
-            ranks.encode_piece(&b[i..end], &mut parts, &mut out);
+            ranks.encode_piece(&b[i..end], &mut scratch, &mut out);
             i = end;
         }
         Some(out)
@@ -142,15 +143,21 @@ impl Encoding {
 /// Splits `text` into pieces and counts each piece's tokens. Generic over the splitter so that
 /// each pattern's loop is compiled on its own.
 fn count_with(ranks: &Ranks, split: impl Fn(&[u8], usize) -> usize, b: &[u8]) -> usize {
-    let mut parts = Vec::new();
-    let mut tokens = 0;
-    let mut i = 0;
-    while i < b.len() {
-        let end = split(b, i);
-        tokens += ranks.count_piece(&b[i..end], &mut parts);
-        i = end;
+    thread_local! {
+        // Reused by every count on this thread: its lookup cache stays warm from one message
+        // to the next.
+        static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
     }
-    tokens
+    SCRATCH.with_borrow_mut(|scratch| {
+        let mut tokens = 0;
+        let mut i = 0;
+        while i < b.len() {
+            let end = split(b, i);
+            tokens += ranks.count_piece(&b[i..end], scratch);
+            i = end;
+        }
+        tokens
+    })
 }
 
 impl fmt::Display for Encoding {
