@@ -269,11 +269,63 @@ impl Template {
         out
     }
 
+    /// One left-to-right attempt: a tool name runs to the first occurrence of the literal after
+    /// it, a number takes every digit. True means `text` matches; false only that this attempt
+    /// failed (a tool name containing that literal, say), so `matches` then runs the general
+    /// check. Renderings of the template nearly always match here, without allocating.
+    fn matches_greedily(&self, text: &str) -> bool {
+        let mut pos = 0;
+        let mut in_tool = false;
+        for segment in &self.segments {
+            let rest = &text[pos..];
+            match segment {
+                Segment::Literal(lit) if in_tool => match rest.find(lit.as_str()) {
+                    Some(k) => {
+                        pos += k + lit.len();
+                        in_tool = false;
+                    }
+                    None => return false,
+                },
+                Segment::Literal(lit) => {
+                    if !rest.starts_with(lit.as_str()) {
+                        return false;
+                    }
+                    pos += lit.len();
+                }
+                Segment::Tool => in_tool = true,
+                Segment::Tokens | Segment::Chars => {
+                    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+                    if in_tool || digits == 0 {
+                        return false;
+                    }
+                    pos += digits;
+                }
+            }
+        }
+        in_tool || pos == text.len()
+    }
+
     /// True when `text` could be a rendering of this template (numbers as ASCII digits, any tool).
-    ///
-    /// A dynamic programme over segments × byte positions: O(segments × len × longest literal),
-    /// whatever the input, with no backtracking.
+    /// Linear in the text whatever it holds (see `matches_exhaustively`).
     pub fn matches(&self, text: &str) -> bool {
+        // Most texts are checked only to be rejected: a rendering starts with the first
+        // literal and ends with the last, which rules nearly all of them out at once.
+        if let Some(Segment::Literal(first)) = self.segments.first() {
+            if !text.starts_with(first.as_str()) {
+                return false;
+            }
+        }
+        if let Some(Segment::Literal(last)) = self.segments.last() {
+            if !text.ends_with(last.as_str()) {
+                return false;
+            }
+        }
+        self.matches_greedily(text) || self.matches_exhaustively(text)
+    }
+
+    /// The general check behind `matches`: a dynamic programme over segments × byte positions,
+    /// O(segments × len × longest literal), whatever the input, with no backtracking.
+    fn matches_exhaustively(&self, text: &str) -> bool {
         let bytes = text.as_bytes();
         let n = bytes.len();
         // reach[p]: the segments so far can match exactly text[..p].
@@ -571,6 +623,28 @@ mod tests {
         assert!(!is_clipped("[... 12a tokens omitted by ctx ...]"));
         assert!(!is_clipped("[... 12 tokens omitted ...]"));
         assert!(is_clipped("[... [... 3 tokens omitted by ctx ...]"));
+    }
+
+    proptest! {
+        /// The quick left-to-right attempt never accepts what the general check rejects, and
+        /// accepts renderings with ordinary tool names.
+        #[test]
+        fn greedy_matching_is_sound(
+            template in prop::sample::select(vec![
+                DEFAULT_PLACEHOLDER, "{tool}", "x{tool}y{tokens}", "{tokens}{chars}", "[{tool}] ({tool})", "{tool}1{tokens}",
+            ]),
+            text in "[a-z0-9 ()\\[\\]{}xy1]{0,24}",
+            tool in "[a-z_]{0,8}",
+            tokens in 0usize..5000,
+        ) {
+            let t = Template::parse(template);
+            if t.matches_greedily(&text) {
+                prop_assert!(t.matches_exhaustively(&text));
+            }
+            let rendered = t.render(&tool, tokens, tokens * 3);
+            prop_assert!(t.matches_exhaustively(&rendered));
+            prop_assert!(t.matches(&rendered));
+        }
     }
 
     #[test]

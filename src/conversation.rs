@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-use crate::document::Dialect;
+use crate::document::{Dialect, Field};
 
 /// A message's role as ctx understands it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -324,20 +324,20 @@ fn pair_results(msgs: &mut [Message], range: std::ops::Range<usize>) {
 }
 
 fn read_message(m: &Value, dialect: Dialect) -> Message {
-    let role = Role::parse(m.get("role"));
+    let role = Role::parse(m.field("role"));
     let mut calls = Vec::new();
     let mut results = Vec::new();
     let mut other_content = false;
     match dialect {
         Dialect::Openai => {
             if role == Role::Assistant {
-                if let Some(tc) = m.get("tool_calls").and_then(Value::as_array) {
+                if let Some(tc) = m.field("tool_calls").and_then(Value::as_array) {
                     for (k, c) in tc.iter().enumerate() {
                         calls.push(Call {
-                            id: c.get("id").and_then(Value::as_str).map(str::to_string),
+                            id: c.field("id").and_then(Value::as_str).map(str::to_string),
                             name: c
-                                .get("function")
-                                .and_then(|f| f.get("name"))
+                                .field("function")
+                                .and_then(|f| f.field("name"))
                                 .and_then(Value::as_str)
                                 .map(str::to_string),
                             path: format!(".tool_calls[{k}]"),
@@ -345,10 +345,10 @@ fn read_message(m: &Value, dialect: Dialect) -> Message {
                         });
                     }
                 }
-                if let Some(fc) = m.get("function_call").filter(|f| f.is_object()) {
+                if let Some(fc) = m.field("function_call").filter(|f| f.is_object()) {
                     calls.push(Call {
                         id: None,
-                        name: fc.get("name").and_then(Value::as_str).map(str::to_string),
+                        name: fc.field("name").and_then(Value::as_str).map(str::to_string),
                         path: ".function_call".to_string(),
                         legacy: true,
                     });
@@ -357,10 +357,10 @@ fn read_message(m: &Value, dialect: Dialect) -> Message {
             if matches!(role, Role::Tool | Role::Function) {
                 results.push(ToolResult {
                     id: m
-                        .get("tool_call_id")
+                        .field("tool_call_id")
                         .and_then(Value::as_str)
                         .map(str::to_string),
-                    name: m.get("name").and_then(Value::as_str).map(str::to_string),
+                    name: m.field("name").and_then(Value::as_str).map(str::to_string),
                     path: String::new(),
                     is_error: false,
                     legacy: role == Role::Function,
@@ -369,23 +369,26 @@ fn read_message(m: &Value, dialect: Dialect) -> Message {
             }
         }
         Dialect::Anthropic => {
-            if let Some(blocks) = m.get("content").and_then(Value::as_array) {
+            if let Some(blocks) = m.field("content").and_then(Value::as_array) {
                 for (k, b) in blocks.iter().enumerate() {
-                    match b.get("type").and_then(Value::as_str) {
+                    match b.field("type").and_then(Value::as_str) {
                         Some("tool_use") if role == Role::Assistant => calls.push(Call {
-                            id: b.get("id").and_then(Value::as_str).map(str::to_string),
-                            name: b.get("name").and_then(Value::as_str).map(str::to_string),
+                            id: b.field("id").and_then(Value::as_str).map(str::to_string),
+                            name: b.field("name").and_then(Value::as_str).map(str::to_string),
                             path: format!(".content[{k}]"),
                             legacy: false,
                         }),
                         Some("tool_result") => results.push(ToolResult {
                             id: b
-                                .get("tool_use_id")
+                                .field("tool_use_id")
                                 .and_then(Value::as_str)
                                 .map(str::to_string),
                             name: None,
                             path: format!(".content[{k}]"),
-                            is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                            is_error: b
+                                .field("is_error")
+                                .and_then(Value::as_bool)
+                                .unwrap_or(false),
                             legacy: false,
                             answers: None,
                         }),

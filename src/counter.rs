@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::document::{Dialect, Document};
+use crate::document::{Dialect, Document, Field};
 use crate::image::{self, OpenAiImageScheme};
 use crate::models::ImageRule;
 use crate::settings::Settings;
@@ -29,6 +29,9 @@ pub struct MessageTokens {
     pub content: usize,
     /// Per-message formatting overhead.
     pub overhead: usize,
+    /// Of `content`, the tokens of the message's `content` field when it is a string (an
+    /// OpenAI message); 0 otherwise.
+    pub text: usize,
     /// False when any part of the message is estimated.
     pub exact: bool,
 }
@@ -100,6 +103,8 @@ pub struct Counter<'a> {
 /// Accumulates tokens and whether they are exact.
 struct Acc<'n> {
     tokens: usize,
+    /// The tokens of a string `content`, also counted in `tokens`.
+    text: usize,
     exact: bool,
     notes: &'n mut Notes,
 }
@@ -171,13 +176,17 @@ impl<'a> Counter<'a> {
             (Some((t, f)), _) if t.is_some() || f.is_some() => (t.cloned(), f.cloned()),
             (_, Some(extra)) => match &**extra {
                 Value::Array(_) => (Some((**extra).clone()), None),
-                other => (other.get("tools").cloned(), other.get("functions").cloned()),
+                other => (
+                    other.field("tools").cloned(),
+                    other.field("functions").cloned(),
+                ),
             },
             _ => (None, None),
         };
         {
             let mut acc = Acc {
                 tokens: 0,
+                text: 0,
                 exact: true,
                 notes: &mut notes,
             };
@@ -195,6 +204,7 @@ impl<'a> Counter<'a> {
         if let Some(system) = doc.body().and_then(|b| b.get("system")) {
             let mut acc = Acc {
                 tokens: 0,
+                text: 0,
                 exact: true,
                 notes: &mut notes,
             };
@@ -223,36 +233,41 @@ impl<'a> Counter<'a> {
     pub fn message(&self, m: &Value, notes: &mut Notes) -> Result<MessageTokens> {
         let mut acc = Acc {
             tokens: 0,
+            text: 0,
             exact: true,
             notes,
         };
         let mut overhead = self.settings.message_tokens;
-        if let Some(role) = m.get("role").and_then(Value::as_str) {
+        if let Some(role) = m.field("role").and_then(Value::as_str) {
             acc.tokens += self.text(role)?;
         }
-        if let Some(name) = m.get("name").and_then(Value::as_str) {
+        if let Some(name) = m.field("name").and_then(Value::as_str) {
             acc.tokens += self.text(name)?;
             overhead += self.settings.name_tokens;
         }
         match self.dialect {
             Dialect::Openai => self.openai_message(m, &mut acc)?,
             Dialect::Anthropic => {
-                if let Some(c) = m.get("content") {
+                if let Some(c) = m.field("content") {
                     self.anthropic_content(c, &mut acc).context(".content")?;
                 }
             }
         }
         Ok(MessageTokens {
             content: acc.tokens,
+            text: acc.text,
             overhead: overhead.max(0) as usize,
             exact: acc.exact,
         })
     }
 
     fn openai_message(&self, m: &Value, acc: &mut Acc) -> Result<()> {
-        match m.get("content") {
+        match m.field("content") {
             None | Some(Value::Null) => {}
-            Some(Value::String(s)) => acc.tokens += self.text(s).context(".content")?,
+            Some(Value::String(s)) => {
+                acc.text = self.text(s).context(".content")?;
+                acc.tokens += acc.text;
+            }
             Some(Value::Array(parts)) => {
                 for (k, p) in parts.iter().enumerate() {
                     self.openai_part(p, acc)
@@ -264,27 +279,27 @@ impl<'a> Counter<'a> {
                 acc.estimate("non-string content counted as its JSON text");
             }
         }
-        if let Some(Value::String(r)) = m.get("refusal") {
+        if let Some(Value::String(r)) = m.field("refusal") {
             acc.tokens += self.text(r)?;
         }
-        if let Some(id) = m.get("tool_call_id").and_then(Value::as_str) {
+        if let Some(id) = m.field("tool_call_id").and_then(Value::as_str) {
             acc.tokens += self.text(id)?;
         }
         if matches!(
-            m.get("role").and_then(Value::as_str),
+            m.field("role").and_then(Value::as_str),
             Some("tool" | "function")
         ) {
             acc.estimate("tool results are counted with an estimated format");
         }
-        if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
+        if let Some(calls) = m.field("tool_calls").and_then(Value::as_array) {
             for (k, c) in calls.iter().enumerate() {
-                let f = c.get("function").unwrap_or(&Value::Null);
-                self.call(f.get("name"), f.get("arguments"), acc)
+                let f = c.field("function").unwrap_or(&Value::Null);
+                self.call(f.field("name"), f.field("arguments"), acc)
                     .with_context(|| format!(".tool_calls[{k}]"))?;
             }
         }
-        if let Some(fc) = m.get("function_call").filter(|f| f.is_object()) {
-            self.call(fc.get("name"), fc.get("arguments"), acc)
+        if let Some(fc) = m.field("function_call").filter(|f| f.is_object()) {
+            self.call(fc.field("name"), fc.field("arguments"), acc)
                 .context(".function_call")?;
         }
         Ok(())
@@ -305,25 +320,25 @@ impl<'a> Counter<'a> {
     }
 
     fn openai_part(&self, p: &Value, acc: &mut Acc) -> Result<()> {
-        let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+        let ty = p.field("type").and_then(Value::as_str).unwrap_or("");
         match ty {
             "text" | "input_text" => {
-                if let Some(t) = p.get("text").and_then(Value::as_str) {
+                if let Some(t) = p.field("text").and_then(Value::as_str) {
                     acc.tokens += self.text(t)?;
                 }
             }
             "refusal" => {
-                if let Some(t) = p.get("refusal").and_then(Value::as_str) {
+                if let Some(t) = p.field("refusal").and_then(Value::as_str) {
                     acc.tokens += self.text(t)?;
                 }
             }
             "image_url" => {
-                let iu = p.get("image_url").unwrap_or(&Value::Null);
+                let iu = p.field("image_url").unwrap_or(&Value::Null);
                 let (url, detail) = match iu {
                     Value::String(u) => (u.as_str(), None),
                     _ => (
-                        iu.get("url").and_then(Value::as_str).unwrap_or(""),
-                        iu.get("detail").and_then(Value::as_str),
+                        iu.field("url").and_then(Value::as_str).unwrap_or(""),
+                        iu.field("detail").and_then(Value::as_str),
                     ),
                 };
                 acc.tokens +=
@@ -331,8 +346,8 @@ impl<'a> Counter<'a> {
             }
             "input_audio" => {
                 let data = p
-                    .get("input_audio")
-                    .and_then(|a| a.get("data"))
+                    .field("input_audio")
+                    .and_then(|a| a.field("data"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 // ~10 tokens a second; duration estimated from the payload at 128 kbit/s.
@@ -341,8 +356,8 @@ impl<'a> Counter<'a> {
             }
             "file" => {
                 if let Some(n) = p
-                    .get("file")
-                    .and_then(|f| f.get("filename"))
+                    .field("file")
+                    .and_then(|f| f.field("filename"))
                     .and_then(Value::as_str)
                 {
                     acc.tokens += self.text(n)?;
@@ -433,18 +448,18 @@ impl<'a> Counter<'a> {
     }
 
     fn anthropic_block(&self, b: &Value, acc: &mut Acc) -> Result<()> {
-        let ty = b.get("type").and_then(Value::as_str).unwrap_or("");
+        let ty = b.field("type").and_then(Value::as_str).unwrap_or("");
         match ty {
             "text" => {
-                if let Some(t) = b.get("text").and_then(Value::as_str) {
+                if let Some(t) = b.field("text").and_then(Value::as_str) {
                     acc.tokens += self.text(t)?;
                 }
             }
             "image" => {
-                let src = b.get("source").unwrap_or(&Value::Null);
-                let dims = match src.get("type").and_then(Value::as_str) {
+                let src = b.field("source").unwrap_or(&Value::Null);
+                let dims = match src.field("type").and_then(Value::as_str) {
                     Some("base64") => src
-                        .get("data")
+                        .field("data")
                         .and_then(Value::as_str)
                         .and_then(image::base64_dimensions),
                     _ => None,
@@ -452,22 +467,22 @@ impl<'a> Counter<'a> {
                 acc.tokens += self.image_tokens(dims, None, acc) as usize;
             }
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                let input = b.get("input").map(Value::to_string);
-                self.call(b.get("name"), input.map(Value::String).as_ref(), acc)?;
+                let input = b.field("input").map(Value::to_string);
+                self.call(b.field("name"), input.map(Value::String).as_ref(), acc)?;
             }
             "tool_result" | "mcp_tool_result" => {
                 acc.tokens += CALL_OVERHEAD;
-                if let Some(c) = b.get("content") {
+                if let Some(c) = b.field("content") {
                     self.anthropic_content(c, acc).context(".content")?;
                 }
             }
             "thinking" => {
-                if let Some(t) = b.get("thinking").and_then(Value::as_str) {
+                if let Some(t) = b.field("thinking").and_then(Value::as_str) {
                     acc.tokens += self.text(t)?;
                 }
             }
             "redacted_thinking" => {
-                let data = b.get("data").and_then(Value::as_str).unwrap_or("");
+                let data = b.field("data").and_then(Value::as_str).unwrap_or("");
                 acc.tokens += data.len().div_ceil(4);
             }
             _ => {
@@ -490,7 +505,7 @@ impl<'a> Counter<'a> {
     ) -> Result<()> {
         let mut defs: Vec<&Value> = Vec::new();
         for t in tools.and_then(Value::as_array).into_iter().flatten() {
-            match (t.get("type").and_then(Value::as_str), t.get("function")) {
+            match (t.field("type").and_then(Value::as_str), t.field("function")) {
                 (Some("function") | None, Some(f)) => defs.push(f),
                 _ => {
                     acc.tokens += self.text(&t.to_string())?;
@@ -512,8 +527,8 @@ impl<'a> Counter<'a> {
         let total_before = acc.tokens;
         for f in defs {
             acc.tokens += func_init;
-            let name = f.get("name").and_then(Value::as_str).unwrap_or("");
-            let desc = f.get("description").and_then(Value::as_str);
+            let name = f.field("name").and_then(Value::as_str).unwrap_or("");
+            let desc = f.field("description").and_then(Value::as_str);
             if desc.is_none() {
                 acc.estimate("tool definitions without a description are estimated");
             }
@@ -522,7 +537,7 @@ impl<'a> Counter<'a> {
                 "{name}:{}",
                 desc.strip_suffix('.').unwrap_or(desc)
             ))?;
-            if let Some(props) = f.get("parameters").and_then(|p| p.get("properties")) {
+            if let Some(props) = f.field("parameters").and_then(|p| p.field("properties")) {
                 self.properties(props, acc)?;
             }
         }
@@ -546,7 +561,7 @@ impl<'a> Counter<'a> {
         acc.tokens += PROP_INIT;
         for (key, p) in props {
             acc.tokens += PROP_KEY;
-            let ty = match p.get("type") {
+            let ty = match p.field("type") {
                 Some(Value::String(t)) => t.clone(),
                 Some(other) => {
                     acc.estimate("tool parameter types other than a single string are estimated");
@@ -557,14 +572,14 @@ impl<'a> Counter<'a> {
                     String::new()
                 }
             };
-            let desc = match p.get("description").and_then(Value::as_str) {
+            let desc = match p.field("description").and_then(Value::as_str) {
                 Some(d) => d,
                 None => {
                     acc.estimate("tool parameters without a description are estimated");
                     ""
                 }
             };
-            if let Some(items) = p.get("enum").and_then(Value::as_array) {
+            if let Some(items) = p.field("enum").and_then(Value::as_array) {
                 // enum_init is -3: the first item's framing is shared with the property.
                 acc.tokens = (acc.tokens + ENUM_ITEM * items.len()).saturating_sub(3);
                 for item in items {
@@ -578,11 +593,11 @@ impl<'a> Counter<'a> {
                 "{key}:{ty}:{}",
                 desc.strip_suffix('.').unwrap_or(desc)
             ))?;
-            if let Some(nested) = p.get("properties") {
+            if let Some(nested) = p.field("properties") {
                 acc.estimate("nested tool parameter schemas are estimated");
                 self.properties(nested, acc)?;
             }
-            if let Some(items) = p.get("items") {
+            if let Some(items) = p.field("items") {
                 acc.estimate("array tool parameter schemas are estimated");
                 self.text_leaves(items, acc)?;
             }
@@ -597,13 +612,13 @@ impl<'a> Counter<'a> {
         acc.tokens += self.settings.tool_overhead as usize;
         for t in tools {
             acc.tokens += CALL_OVERHEAD;
-            if let Some(n) = t.get("name").and_then(Value::as_str) {
+            if let Some(n) = t.field("name").and_then(Value::as_str) {
                 acc.tokens += self.text(n)?;
             }
-            if let Some(d) = t.get("description").and_then(Value::as_str) {
+            if let Some(d) = t.field("description").and_then(Value::as_str) {
                 acc.tokens += self.text(d)?;
             }
-            if let Some(s) = t.get("input_schema") {
+            if let Some(s) = t.field("input_schema") {
                 acc.tokens += self.text(&s.to_string())?;
             }
         }

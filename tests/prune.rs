@@ -134,6 +134,7 @@ proptest! {
             thinking,
             include_errors,
             pins: PinOptions { drop_system, no_keep_task: false, pins: Vec::new() },
+            keep_originals: true,
         };
         check_all(&doc, &opts)?;
     }

@@ -8,7 +8,7 @@
 //! carries the per-message token counts from one stage to the next (a message is tokenized again
 //! only when a stage rewrote it), and maps what each stage did back to input indices.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
@@ -21,7 +21,7 @@ use super::{
     BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare,
 };
 use crate::clip::DEFAULT_PLACEHOLDER;
-use crate::counter::{Counter, DocumentCount, Notes};
+use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::Document;
 use crate::input::Origin;
 use crate::output::render;
@@ -230,15 +230,23 @@ impl State {
         doc: Document,
         origins: Vec<Option<usize>>,
         dropped: Vec<Dropped>,
+        recounted: &[MessageTokens],
     ) -> Result<()> {
         let mut changed = vec![false; self.count.messages.len()];
         for d in &dropped {
             changed[d.index] = true;
         }
+        // Counts the stage already made of changed messages, by index in the stage's input.
+        let known: HashMap<usize, MessageTokens> = dropped
+            .iter()
+            .zip(recounted)
+            .map(|(d, c)| (d.index, *c))
+            .collect();
         let mut messages = Vec::with_capacity(origins.len());
         for (k, o) in origins.iter().enumerate() {
             messages.push(match o {
                 Some(i) if !changed[*i] => self.count.messages[*i],
+                Some(i) if known.contains_key(i) => known[i],
                 _ => counter.message(&doc.messages()[k], &mut Notes::default())?,
             });
         }
@@ -298,18 +306,34 @@ pub fn fit(
     let mut stages = Vec::new();
     // Why the last stage that could not reach the budget failed.
     let mut cannot: Option<String> = None;
-    for &stage in &opts.stages {
+    for (k, &stage) in opts.stages.iter().enumerate() {
         if st.total() <= budget {
             break;
         }
         let before = st.total();
-        // Only truncate can fail and let a later stage go on from the same document.
-        let doc = match stage {
-            Stage::Truncate | Stage::Partial => st.doc.clone(),
-            _ => std::mem::replace(&mut st.doc, Document::placeholder()),
+        // Only truncate can fail and let a later stage go on from the same document, so only
+        // then, and only when a stage follows, is the document copied.
+        let may_fail = matches!(stage, Stage::Truncate | Stage::Partial);
+        let doc = if may_fail && k + 1 < opts.stages.len() {
+            st.doc.clone()
+        } else {
+            std::mem::replace(&mut st.doc, Document::placeholder())
         };
         let mut report = json!({"stage": stage.name(), "tokens_before": before});
         match stage {
+            Stage::Clip
+                if st
+                    .count
+                    .messages
+                    .iter()
+                    .all(|m| m.content <= (budget / 4).max(1)) =>
+            {
+                // No message is over the clip limit, so no result is: clipping would change
+                // nothing, and is not worth a pass over the conversation.
+                st.doc = doc;
+                report["cleared"] = json!([]);
+                report["clipped"] = json!([]);
+            }
             Stage::Prune | Stage::Clip | Stage::PruneAll => {
                 let mut o = opts.prune.clone();
                 match stage {
@@ -336,7 +360,7 @@ pub fn fit(
                     report["thinking"] = r.thinking.iter().map(|&i| st.input_index(i)).collect();
                 }
                 let origins = (0..r.doc.messages().len()).map(Some).collect();
-                st.advance(counter, r.doc, origins, r.dropped)?;
+                st.advance(counter, r.doc, origins, r.dropped, &r.recounted)?;
             }
             Stage::Summarize => {
                 let Some(s) = summarizer else {
@@ -357,7 +381,7 @@ pub fn fit(
                 if let Some(m) = &r.model {
                     report["model"] = json!(m);
                 }
-                st.advance(counter, r.doc, r.origins, r.dropped)?;
+                st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
             }
             Stage::Truncate | Stage::Partial => {
                 let mut o = opts.truncate.clone();
@@ -371,7 +395,7 @@ pub fn fit(
                             .map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a}))
                             .collect();
                         report["notes"] = json!(r.notes);
-                        st.advance(counter, r.doc, r.origins, r.dropped)?;
+                        st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
                     }
                     Err(e) => match e.downcast::<CannotFit>() {
                         Ok(cf) => {
@@ -549,6 +573,7 @@ impl<'a> Runner<'a> {
                 thinking: args.thinking,
                 include_errors: args.include_errors,
                 pins: pins.clone(),
+                keep_originals: args.side.dropped.is_some(),
             },
             truncate: truncate::Options {
                 budget,

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use super::{Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare};
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, clip_middle};
 use crate::conversation::{Conversation, PinOptions, Role};
-use crate::counter::{Counter, DocumentCount, Notes};
-use crate::document::{Dialect, Document};
+use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
+use crate::document::{Dialect, Document, Field};
 use crate::input::Origin;
 use crate::output::render;
 use crate::settings::{Budget, ModelArgs, read_tools_file};
@@ -112,6 +112,9 @@ pub struct Options {
     pub thinking: Thinking,
     pub include_errors: bool,
     pub pins: PinOptions,
+    /// Copy the original of every changed message into `Pruning::dropped` (for `--dropped`);
+    /// without it their `message` is null and nothing is copied.
+    pub keep_originals: bool,
 }
 
 impl Default for Options {
@@ -127,6 +130,7 @@ impl Default for Options {
             thinking: Thinking::Keep,
             include_errors: false,
             pins: PinOptions::default(),
+            keep_originals: true,
         }
     }
 }
@@ -146,6 +150,9 @@ pub struct Pruning {
     /// Messages whose reasoning was dropped.
     pub thinking: Vec<usize>,
     pub dropped: Vec<Dropped>,
+    /// The new count of every changed message (the messages of `dropped`), in the same order,
+    /// so that callers need not tokenize them again.
+    pub recounted: Vec<MessageTokens>,
 }
 
 /// One tool result in the document.
@@ -178,6 +185,7 @@ pub fn prune(
         clipped: Vec::new(),
         thinking: Vec::new(),
         dropped: Vec::new(),
+        recounted: Vec::new(),
     };
     if opts.trigger.is_some_and(|t| tokens_before as u64 <= t) {
         out.triggered = false;
@@ -188,9 +196,19 @@ pub fn prune(
     let conv = Conversation::new(out.doc.messages(), dialect);
     let pinned = conv.pinned_messages(&opts.pins)?;
     let results = tool_results(&conv, out.doc.messages(), dialect, &pinned);
-    let originals: Vec<Value> = out.doc.messages().to_vec();
     let mut messages = std::mem::take(out.doc.messages_mut());
     let mut reasons: BTreeMap<usize, Vec<&'static str>> = BTreeMap::new();
+    // Every changed message, with its original before the first change when it is needed
+    // (for --dropped, or to undo step 1): copied only when a message is about to change.
+    let copy = opts.keep_originals || opts.clear_at_least.is_some();
+    let mut originals: BTreeMap<usize, Option<Value>> = BTreeMap::new();
+    // New counts of cleared tool messages, worked out without tokenizing them again.
+    let mut recount: BTreeMap<usize, MessageTokens> = BTreeMap::new();
+    let save = |originals: &mut BTreeMap<usize, Option<Value>>, messages: &[Value], m: usize| {
+        originals
+            .entry(m)
+            .or_insert_with(|| copy.then(|| messages[m].clone()));
+    };
 
     // 1. Clear older results.
     let eligible: Vec<&ResultRef> = results
@@ -198,56 +216,75 @@ pub fn prune(
         .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
         .filter(|r| opts.include_errors || !r.is_error)
         .filter(|r| {
-            !content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(&t))
+            !content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(t))
         })
         .collect();
     let to_clear = &eligible[..eligible.len().saturating_sub(opts.keep)];
-    let mut staged = messages.clone();
     let mut cleared = Vec::new();
     for r in to_clear {
-        let Some(value) = staged[r.message].pointer(&r.pointer) else {
+        let Some(value) = at(&messages[r.message], &r.pointer) else {
             continue;
         };
-        let text = text_of(value);
-        let tokens = match (r.pointer.as_str(), value) {
-            // A whole tool message: its content's tokens are already known (the message's
-            // content minus its role, id and name), so it is not tokenized a second time.
-            ("/content", Value::String(_)) => {
-                let m = &messages[r.message];
-                let mut framing = 0;
-                for key in ["role", "tool_call_id", "name"] {
-                    if let Some(v) = m.get(key).and_then(Value::as_str) {
-                        framing += counter.text(v)?;
-                    }
-                }
-                count.messages[r.message].content.saturating_sub(framing)
+        let whole_message = r.pointer == "/content" && value.is_string();
+        let (tokens, chars) = match value {
+            // A whole tool message: its content's tokens are already known from counting the
+            // document, so it is not tokenized a second time.
+            Value::String(text) if whole_message => {
+                (count.messages[r.message].text, text.chars().count())
             }
-            _ => counter.text(&text)?,
+            _ => {
+                let text = text_of(value);
+                (counter.text(&text)?, text.chars().count())
+            }
         };
-        let chars = text.chars().count();
         let placeholder = template.render(&r.tool, tokens, chars);
         if has_media(value) {
             // Images and documents cost tokens too: compare the whole message both ways.
-            let before = counter.message(&staged[r.message], &mut Notes::default())?;
+            let before = counter.message(&messages[r.message], &mut Notes::default())?;
+            let first_change = !originals.contains_key(&r.message);
+            save(&mut originals, &messages, r.message);
             let old = std::mem::replace(
-                staged[r.message].pointer_mut(&r.pointer).expect("located"),
+                at_mut(&mut messages[r.message], &r.pointer).expect("located"),
                 Value::String(placeholder),
             );
-            let after = counter.message(&staged[r.message], &mut Notes::default())?;
+            let after = counter.message(&messages[r.message], &mut Notes::default())?;
             if after.total() >= before.total() {
-                *staged[r.message].pointer_mut(&r.pointer).expect("located") = old;
+                *at_mut(&mut messages[r.message], &r.pointer).expect("located") = old;
+                if first_change {
+                    originals.remove(&r.message);
+                }
                 continue; // Clearing would not save anything.
             }
         } else {
-            if counter.text(&placeholder)? >= tokens {
+            let placeholder_tokens = counter.text(&placeholder)?;
+            if placeholder_tokens >= tokens {
                 continue; // Clearing would not save anything.
             }
-            *staged[r.message].pointer_mut(&r.pointer).expect("located") =
+            if whole_message {
+                // The message's count is additive over its fields, so its new count follows
+                // from the old one without tokenizing it again.
+                let old = count.messages[r.message];
+                let content = old.content - tokens + placeholder_tokens;
+                let text = placeholder_tokens;
+                recount.insert(
+                    r.message,
+                    MessageTokens {
+                        content,
+                        text,
+                        ..old
+                    },
+                );
+            }
+            save(&mut originals, &messages, r.message);
+            *at_mut(&mut messages[r.message], &r.pointer).expect("located") =
                 Value::String(placeholder);
         }
         if opts.clear_inputs {
             if let Some((m, p)) = &r.call_args {
-                if let Some(args) = staged[*m].pointer_mut(p) {
+                if at(&messages[*m], p).is_some() {
+                    save(&mut originals, &messages, *m);
+                }
+                if let Some(args) = at_mut(&mut messages[*m], p) {
                     *args = if args.is_string() {
                         Value::String("{}".into())
                     } else {
@@ -259,31 +296,36 @@ pub fn prune(
         cleared.push((r.message, r.tool.clone(), tokens));
     }
     if !cleared.is_empty() {
-        let mut before = 0;
-        let mut after = 0;
-        let mut touched: Vec<usize> = cleared.iter().map(|c| c.0).collect();
-        if opts.clear_inputs {
-            touched.extend(
-                to_clear
-                    .iter()
-                    .filter_map(|r| r.call_args.as_ref().map(|c| c.0)),
-            );
-        }
-        touched.sort_unstable();
-        touched.dedup();
-        for &m in &touched {
-            before += count.messages[m].total();
-            after += counter.message(&staged[m], &mut Notes::default())?.total();
-        }
-        let saved = before.saturating_sub(after);
-        if opts.clear_at_least.is_some_and(|min| saved < min) {
-            out.triggered = false;
-        } else {
-            messages = staged;
+        // Every message step 1 changed: the cleared results and the calls whose inputs it
+        // cleared.
+        let touched: Vec<usize> = originals.keys().copied().collect();
+        let worth_it = match opts.clear_at_least {
+            None => true,
+            Some(min) => {
+                let mut before = 0;
+                let mut after = 0;
+                for &m in &touched {
+                    before += count.messages[m].total();
+                    after += counter
+                        .message(&messages[m], &mut Notes::default())?
+                        .total();
+                }
+                before.saturating_sub(after) >= min
+            }
+        };
+        if worth_it {
             for &m in &touched {
                 reasons.entry(m).or_default().push("cleared");
             }
             out.cleared = cleared;
+        } else {
+            // Not worth it: every message goes back to what it was.
+            for (&m, original) in &originals {
+                messages[m] = original
+                    .clone()
+                    .expect("copied when --clear-at-least is set");
+            }
+            out.triggered = false;
         }
     }
 
@@ -293,8 +335,7 @@ pub fn prune(
             .iter()
             .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
         {
-            if content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(&t))
-            {
+            if content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(t)) {
                 continue; // A placeholder is never clipped.
             }
             let unchanged = !reasons.contains_key(&r.message);
@@ -309,9 +350,11 @@ pub fn prune(
                     .total()
             };
             let mut changed = false;
-            let Some(value) = messages[r.message].pointer_mut(&r.pointer) else {
+            if at(&messages[r.message], &r.pointer).is_none() {
                 continue;
-            };
+            }
+            save(&mut originals, &messages, r.message);
+            let value = at_mut(&mut messages[r.message], &r.pointer).expect("located");
             match value {
                 Value::String(s) => {
                     if let Some(c) = clip_middle(counter.settings.encoding, s, max)? {
@@ -321,7 +364,7 @@ pub fn prune(
                 }
                 Value::Array(blocks) => {
                     let texts: Vec<usize> = (0..blocks.len())
-                        .filter(|&i| blocks[i].get("text").is_some_and(Value::is_string))
+                        .filter(|&i| blocks[i].field("text").is_some_and(Value::is_string))
                         .collect();
                     let total: usize = texts
                         .iter()
@@ -367,7 +410,10 @@ pub fn prune(
                 Thinking::Old => old,
                 Thinking::All => !protected,
             };
-            if drop && drop_reasoning(&mut messages[i], dialect) {
+            if drop && has_reasoning(&messages[i], dialect) {
+                save(&mut originals, &messages, i);
+                drop_reasoning(&mut messages[i], dialect);
+                debug_assert!(!has_reasoning(&messages[i], dialect));
                 out.thinking.push(i);
                 reasons.entry(i).or_default().push("thinking");
             }
@@ -375,11 +421,20 @@ pub fn prune(
     }
 
     let mut total = tokens_before;
-    for &m in reasons.keys() {
-        total = total - count.messages[m].total()
-            + counter
-                .message(&messages[m], &mut Notes::default())?
-                .total();
+    for (&m, why) in &reasons {
+        let now = match recount.get(&m) {
+            Some(&known) if why.as_slice() == ["cleared"] => {
+                debug_assert_eq!(
+                    Some(known),
+                    counter.message(&messages[m], &mut Notes::default()).ok(),
+                    "message {m}"
+                );
+                known
+            }
+            _ => counter.message(&messages[m], &mut Notes::default())?,
+        };
+        total = total - count.messages[m].total() + now.total();
+        out.recounted.push(now);
     }
     out.tokens_after = total;
     out.dropped = reasons
@@ -387,7 +442,7 @@ pub fn prune(
         .map(|(m, why)| Dropped {
             index: m,
             reason: why.join(","),
-            message: originals[m].clone(),
+            message: originals.remove(&m).flatten().unwrap_or(Value::Null),
         })
         .collect();
     *out.doc.messages_mut() = messages;
@@ -424,7 +479,7 @@ fn tool_results(
                 };
                 (c.message, p)
             });
-            if messages[i].pointer(&pointer).is_none() && dialect == Dialect::Anthropic {
+            if at(&messages[i], &pointer).is_none() && dialect == Dialect::Anthropic {
                 continue; // A tool_result without content: nothing to clear.
             }
             out.push(ResultRef {
@@ -442,10 +497,35 @@ fn tool_results(
 
 /// `.content[2]` → `/content/2`.
 fn path_to_pointer(path: &str) -> String {
-    path.replace('[', "/")
-        .replace(']', "")
-        .replace('.', "/")
-        .replace("//", "/")
+    let mut pointer = String::with_capacity(path.len());
+    for c in path.chars() {
+        match c {
+            '[' | '.' if pointer.ends_with('/') => {}
+            '[' | '.' => pointer.push('/'),
+            ']' => {}
+            c => pointer.push(c),
+        }
+    }
+    pointer
+}
+
+/// Follows a pointer made by `path_to_pointer`: fixed key names and indices, never escaped, so
+/// unlike `Value::pointer` nothing is allocated on the way.
+fn at<'a>(v: &'a Value, pointer: &str) -> Option<&'a Value> {
+    pointer.split('/').skip(1).try_fold(v, |v, key| match v {
+        Value::Object(map) => map.get(key),
+        Value::Array(items) => items.get(key.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
+/// `at`, for changing the value.
+fn at_mut<'a>(v: &'a mut Value, pointer: &str) -> Option<&'a mut Value> {
+    pointer.split('/').skip(1).try_fold(v, |v, key| match v {
+        Value::Object(map) => map.get_mut(key),
+        Value::Array(items) => items.get_mut(key.parse::<usize>().ok()?),
+        _ => None,
+    })
 }
 
 /// The text of a result's content (a string, or the text blocks of a block list).
@@ -454,7 +534,7 @@ fn text_of(v: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks
             .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .filter_map(|b| b.field("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join("\n"),
         Value::Null => String::new(),
@@ -462,21 +542,38 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-fn content_text(m: &Value, pointer: &str) -> Option<String> {
-    m.pointer(pointer)
-        .and_then(Value::as_str)
-        .map(str::to_string)
+fn content_text<'a>(m: &'a Value, pointer: &str) -> Option<&'a str> {
+    at(m, pointer).and_then(Value::as_str)
 }
 
 fn has_media(v: &Value) -> bool {
     v.as_array().is_some_and(|b| {
         b.iter()
-            .any(|x| x.get("type").and_then(Value::as_str) != Some("text"))
+            .any(|x| x.field("type").and_then(Value::as_str) != Some("text"))
     })
 }
 
 /// Removes reasoning from an assistant message; false when there was none (or removing it
 /// would leave the message empty).
+/// True when `drop_reasoning` would change `m`.
+fn has_reasoning(m: &Value, dialect: Dialect) -> bool {
+    if m.field("reasoning_content").is_some() {
+        return true;
+    }
+    dialect == Dialect::Anthropic
+        && m.field("content")
+            .and_then(Value::as_array)
+            .is_some_and(|blocks| {
+                let is_reasoning = |b: &Value| {
+                    matches!(
+                        b.field("type").and_then(Value::as_str),
+                        Some("thinking" | "redacted_thinking")
+                    )
+                };
+                blocks.iter().any(is_reasoning) && !blocks.iter().all(is_reasoning)
+            })
+}
+
 fn drop_reasoning(m: &mut Value, dialect: Dialect) -> bool {
     let mut changed = false;
     if let Some(obj) = m.as_object_mut() {
@@ -488,7 +585,7 @@ fn drop_reasoning(m: &mut Value, dialect: Dialect) -> bool {
         if let Some(Value::Array(blocks)) = m.get_mut("content") {
             let is_reasoning = |b: &Value| {
                 matches!(
-                    b.get("type").and_then(Value::as_str),
+                    b.field("type").and_then(Value::as_str),
                     Some("thinking" | "redacted_thinking")
                 )
             };
@@ -549,6 +646,7 @@ impl<'a> Runner<'a> {
             thinking: self.args.thinking,
             include_errors: self.args.include_errors,
             pins: self.args.pin.pins(),
+            keep_originals: self.args.side.dropped.is_some(),
         };
         let r = prune(p.doc, &counter, &count, &opts)?;
         let report = json!({

@@ -17,7 +17,7 @@ use super::{
 use crate::clip::clip_middle;
 use crate::conversation::{Conversation, PinOptions, Role, UnitKind};
 use crate::counter::{Counter, DocumentCount, Notes};
-use crate::document::{Dialect, Document};
+use crate::document::{Dialect, Document, Field};
 use crate::input::Origin;
 use crate::output::render;
 use crate::settings::{ModelArgs, read_tools_file};
@@ -648,7 +648,7 @@ impl NoteText {
 }
 
 fn is_note(m: &Value, matcher: Option<&NoteText>) -> bool {
-    match (matcher, m.get("content").and_then(Value::as_str)) {
+    match (matcher, m.field("content").and_then(Value::as_str)) {
         (Some(t), Some(c)) => t.matches(c),
         _ => false,
     }
@@ -657,26 +657,26 @@ fn is_note(m: &Value, matcher: Option<&NoteText>) -> bool {
 /// JSON pointers to the texts `--partial` may cut in a message, and whether each is a tool
 /// result. Never tool-call arguments, thinking, signatures or images.
 fn text_locations(m: &Value, dialect: Dialect) -> Vec<(String, bool)> {
-    let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+    let role = m.field("role").and_then(Value::as_str).unwrap_or("");
     let is_result_msg = matches!(role, "tool" | "function");
     let mut out = Vec::new();
-    match m.get("content") {
+    match m.field("content") {
         Some(Value::String(_)) => out.push(("/content".to_string(), is_result_msg)),
         Some(Value::Array(parts)) => {
             for (k, p) in parts.iter().enumerate() {
-                match p.get("type").and_then(Value::as_str) {
-                    Some("text") if p.get("text").is_some_and(Value::is_string) => {
+                match p.field("type").and_then(Value::as_str) {
+                    Some("text") if p.field("text").is_some_and(Value::is_string) => {
                         out.push((format!("/content/{k}/text"), is_result_msg))
                     }
                     Some("tool_result") if dialect == Dialect::Anthropic => {
-                        match p.get("content") {
+                        match p.field("content") {
                             Some(Value::String(_)) => {
                                 out.push((format!("/content/{k}/content"), true))
                             }
                             Some(Value::Array(blocks)) => {
                                 for (j, b) in blocks.iter().enumerate() {
-                                    if b.get("type").and_then(Value::as_str) == Some("text")
-                                        && b.get("text").is_some_and(Value::is_string)
+                                    if b.field("type").and_then(Value::as_str) == Some("text")
+                                        && b.field("text").is_some_and(Value::is_string)
                                     {
                                         out.push((format!("/content/{k}/content/{j}/text"), true));
                                     }
