@@ -1,16 +1,18 @@
 //! Reading documents: a stream of JSON values from stdin or files, read incrementally.
 //!
-//! Whitespace-separated values and JSON Lines both work, as in jq. A syntax error ends the
-//! stream of the file it is in (it cannot be resynchronised); other files are still read.
+//! Whitespace-separated values and JSON Lines both work, as in jq. Documents are delimited
+//! here and parsed by `RawDocument::parse` (on whichever thread processes them). A syntax error
+//! ends the stream of the file it is in (it cannot be resynchronised; the caller skips the rest
+//! of that input); other files are still read.
 //! Stdin that is a terminal is refused with a hint instead of hanging. This module knows nothing
 //! of what a document means.
 
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Read};
+use std::io::{self, IsTerminal, Read};
 use std::path::PathBuf;
 
 use anyhow::{Error, anyhow, bail};
-use serde_json::{Deserializer, StreamDeserializer, Value, de::IoRead};
+use serde_json::Value;
 
 /// Where a document came from, for error messages and reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +23,8 @@ pub struct Origin {
     pub index: usize,
     /// False when the error is about the file itself (it could not be opened).
     pub in_document: bool,
+    /// Which input (file or stdin) it came from, counting from 1 in command-line order.
+    pub input: usize,
 }
 
 impl std::fmt::Display for Origin {
@@ -33,12 +37,232 @@ impl std::fmt::Display for Origin {
     }
 }
 
-type Stream = StreamDeserializer<'static, IoRead<BufReader<Box<dyn Read>>>, Value>;
+/// One document as read: its bytes, not yet parsed, and where it starts in its input.
+pub struct RawDocument {
+    pub bytes: Vec<u8>,
+    /// Line (from 1) and bytes before it on that line, for error positions in input terms.
+    line: usize,
+    column: usize,
+}
 
-/// Yields every document of every input in order, as `(origin, value or error)`.
+/// A syntax error: it ends the stream of the input it is in, which cannot be resynchronised.
+#[derive(Debug)]
+pub struct SyntaxError(pub String);
+
+impl std::fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SyntaxError {}
+
+impl RawDocument {
+    /// Parses the document. Errors are `SyntaxError`s, positioned in the whole input (line and
+    /// column as serde_json counts them: lines from 1, columns in bytes from 1).
+    pub fn parse(&self) -> Result<Value, Error> {
+        serde_json::from_slice(&self.bytes).map_err(|e| {
+            let mut text = e.to_string();
+            if let Some(at) = text.rfind(" at line ") {
+                let line = e.line();
+                let column = if line == 1 {
+                    self.column + e.column()
+                } else {
+                    e.column()
+                };
+                text.truncate(at);
+                text = format!("{text} at line {} column {column}", self.line + line - 1);
+            }
+            let why = if e.is_eof() {
+                format!("invalid JSON: the input ends inside a value ({text})")
+            } else {
+                format!("invalid JSON: {text}")
+            };
+            Error::new(SyntaxError(why))
+        })
+    }
+}
+
+/// Splits one input into documents without parsing them: whitespace-separated JSON values,
+/// found by tracking strings and bracket depth, so that parsing (most of the work of reading)
+/// can happen on other threads. Whatever is not valid JSON is still cut into some document,
+/// whose parse then fails with the position of the first error.
+struct Splitter {
+    reader: Box<dyn Read>,
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+    line: usize,
+    column: usize,
+}
+
+impl Splitter {
+    fn new(reader: Box<dyn Read>) -> Splitter {
+        Splitter {
+            reader,
+            buf: Vec::new(),
+            pos: 0,
+            eof: false,
+            line: 1,
+            column: 0,
+        }
+    }
+
+    /// Makes sure unread bytes are buffered, unless the input is exhausted.
+    fn fill(&mut self) -> io::Result<bool> {
+        if self.pos < self.buf.len() {
+            return Ok(true);
+        }
+        if self.eof {
+            return Ok(false);
+        }
+        self.buf.resize(1 << 16, 0);
+        self.pos = 0;
+        loop {
+            match self.reader.read(&mut self.buf) {
+                Ok(0) => {
+                    self.buf.clear();
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.buf.truncate(n);
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Moves past `n` buffered bytes, keeping the line and column up to date.
+    fn consume(&mut self, n: usize) {
+        let taken = &self.buf[self.pos..self.pos + n];
+        match taken.iter().rposition(|&b| b == b'\n') {
+            Some(last) => {
+                self.line += taken.iter().filter(|&&b| b == b'\n').count();
+                self.column = n - 1 - last;
+            }
+            None => self.column += n,
+        }
+        self.pos += n;
+    }
+
+    /// The next document, `None` at the end of the input.
+    fn next_document(&mut self) -> io::Result<Option<RawDocument>> {
+        // Whitespace between documents, as JSON defines it.
+        loop {
+            if !self.fill()? {
+                return Ok(None);
+            }
+            let rest = &self.buf[self.pos..];
+            let n = rest
+                .iter()
+                .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(rest.len());
+            self.consume(n);
+            if self.pos < self.buf.len() {
+                break;
+            }
+        }
+        let mut doc = RawDocument {
+            bytes: Vec::new(),
+            line: self.line,
+            column: self.column,
+        };
+        let scalar = !matches!(self.buf[self.pos], b'{' | b'[' | b'"');
+        let mut depth = 0usize;
+        let mut in_string = false;
+        let mut escaped = false;
+        // Scans a buffer at a time; `end` is where the document ends in it, if it does.
+        while self.fill()? {
+            let chunk = &self.buf[self.pos..];
+            let mut end = None;
+            let mut i = 0;
+            while i < chunk.len() {
+                let b = chunk[i];
+                if scalar {
+                    let started = i > 0 || !doc.bytes.is_empty();
+                    if started
+                        && matches!(
+                            b,
+                            b' ' | b'\t'
+                                | b'\n'
+                                | b'\r'
+                                | b'{'
+                                | b'['
+                                | b'"'
+                                | b']'
+                                | b'}'
+                                | b','
+                                | b':'
+                        )
+                    {
+                        end = Some(i); // the end of a number or literal (or of garbage)
+                        break;
+                    }
+                    i += 1;
+                    if matches!(b, b']' | b'}' | b',' | b':') {
+                        end = Some(i); // a stray structural character is a document of its own
+                        break;
+                    }
+                    continue;
+                }
+                if in_string {
+                    if escaped {
+                        escaped = false;
+                        i += 1;
+                        continue;
+                    }
+                    match chunk[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                        None => i = chunk.len(),
+                        Some(k) => {
+                            i += k;
+                            if chunk[i] == b'\\' {
+                                escaped = true;
+                            } else {
+                                in_string = false;
+                                if depth == 0 {
+                                    end = Some(i + 1); // a top-level string
+                                    break;
+                                }
+                            }
+                            i += 1;
+                        }
+                    }
+                    continue;
+                }
+                match b {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            end = Some(i + 1);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            let take = end.unwrap_or(chunk.len());
+            doc.bytes.extend_from_slice(&chunk[..take]);
+            self.consume(take);
+            if end.is_some() {
+                break;
+            }
+        }
+        Ok(Some(doc))
+    }
+}
+
+/// Yields every document of every input in order, as `(origin, raw document or error)`.
 pub struct Documents {
     files: std::vec::IntoIter<Option<PathBuf>>,
-    current: Option<(Option<String>, Stream, usize)>,
+    current: Option<(Option<String>, Splitter, usize)>,
+    /// Inputs opened so far; an origin's `input` is its number.
+    inputs: usize,
 }
 
 impl Documents {
@@ -66,42 +290,38 @@ impl Documents {
         Ok(Documents {
             files: list.into_iter(),
             current: None,
+            inputs: 0,
         })
     }
 }
 
 impl Iterator for Documents {
-    type Item = (Origin, Result<Value, Error>);
+    type Item = (Origin, Result<RawDocument, Error>);
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some((name, stream, index)) = &mut self.current {
+            if let Some((name, splitter, index)) = &mut self.current {
                 let origin = Origin {
                     file: name.clone(),
                     index: *index,
                     in_document: true,
+                    input: self.inputs,
                 };
-                match stream.next() {
-                    None => self.current = None,
-                    Some(Ok(v)) => {
+                match splitter.next_document() {
+                    Ok(None) => self.current = None,
+                    Ok(Some(doc)) => {
                         *index += 1;
-                        return Some((origin, Ok(v)));
+                        return Some((origin, Ok(doc)));
                     }
-                    Some(Err(e)) => {
+                    Err(e) => {
                         self.current = None;
-                        let why = if e.is_io() {
-                            anyhow!("cannot read input: {e}")
-                        } else if e.is_eof() {
-                            anyhow!("invalid JSON: the input ends inside a value ({e})")
-                        } else {
-                            anyhow!("invalid JSON: {e}")
-                        };
-                        return Some((origin, Err(why)));
+                        return Some((origin, Err(anyhow!("cannot read input: {e}"))));
                     }
                 }
                 continue;
             }
             let file = self.files.next()?;
+            self.inputs += 1;
             let (name, reader): (Option<String>, Box<dyn Read>) = match file {
                 None => (None, Box::new(io::stdin())),
                 Some(path) => {
@@ -113,15 +333,112 @@ impl Iterator for Documents {
                                 file: Some(name),
                                 index: 0,
                                 in_document: false,
+                                input: self.inputs,
                             };
                             return Some((origin, Err(anyhow!("cannot open: {e}"))));
                         }
                     }
                 }
             };
-            let reader = BufReader::with_capacity(1 << 16, reader);
-            let stream = Deserializer::new(IoRead::new(reader)).into_iter::<Value>();
-            self.current = Some((name, stream, 0));
+            self.current = Some((name, Splitter::new(reader), 0));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// A reader that hands out a few bytes at a time, so documents straddle buffer edges.
+    struct Trickle(Vec<u8>, usize, usize);
+
+    impl Read for Trickle {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.2.min(out.len()).min(self.0.len() - self.1);
+            out[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+            self.1 += n;
+            Ok(n)
+        }
+    }
+
+    fn split(input: &str, step: usize) -> Vec<Result<Value, String>> {
+        let mut s = Splitter::new(Box::new(Trickle(input.as_bytes().to_vec(), 0, step)));
+        let mut out = Vec::new();
+        while let Some(doc) = s.next_document().unwrap() {
+            out.push(doc.parse().map_err(|e| e.to_string()));
+        }
+        out
+    }
+
+    #[test]
+    fn splits_streams_of_every_shape() {
+        let input = "{\"a\": \"}{\\\"]\"}\n[1, [2, {\"b\": []}]]  \"top\\\"level\" 42 -1.5e3 true null\r\n{\n  \"pretty\": [\n    1\n  ]\n}";
+        for step in [1, 2, 3, 7, 1 << 16] {
+            let docs: Vec<Value> = split(input, step).into_iter().map(Result::unwrap).collect();
+            assert_eq!(
+                docs,
+                vec![
+                    json!({"a": "}{\"]"}),
+                    json!([1, [2, {"b": []}]]),
+                    json!("top\"level"),
+                    json!(42),
+                    serde_json::from_str::<Value>("-1.5e3").unwrap(),
+                    json!(true),
+                    json!(null),
+                    json!({"pretty": [1]}),
+                ],
+                "step {step}"
+            );
+        }
+    }
+
+    /// Errors are placed where parsing the whole stream would place them.
+    #[test]
+    fn syntax_errors_are_positioned_in_the_input() {
+        for (input, expected) in [
+            ("{}\n{\"a\": }", "expected value at line 2 column 7"),
+            ("[1]\n\n   [1, 2,, 3]", "expected value at line 3 column 10"),
+            ("{} {\"a\": 1", "the input ends inside a value"),
+            ("{}\n{\"a\":\n  tru}", "expected ident at line 3 column 6"),
+        ] {
+            let results = split(input, 3);
+            let err = results.iter().find_map(|r| r.as_ref().err()).expect(input);
+            assert!(err.contains(expected), "{input:?}: {err}");
+            assert!(err.starts_with("invalid JSON: "), "{err}");
+        }
+    }
+
+    proptest! {
+        /// Any sequence of JSON values, written compactly or pretty, separated by any JSON
+        /// whitespace, comes back value for value, whatever the read sizes.
+        #[test]
+        fn any_stream_of_values_round_trips(
+            values in prop::collection::vec(
+                prop_oneof![
+                    Just(json!({"role": "user", "content": "a \"quoted\" } ] \\ text"})),
+                    Just(json!([1, [2, [3, {"k": "v"}]], "x"])),
+                    Just(json!("str\\\"ing")),
+                    Just(json!(12345)),
+                    Just(json!(null)),
+                    Just(json!({"nested": {"deep": [[], {}, ""]}})),
+                    "[a-z\"\\\\{}\\[\\] ]{0,12}".prop_map(|s| json!({"s": s})),
+                ],
+                0..12,
+            ),
+            pretty in any::<bool>(),
+            separators in prop::collection::vec(prop::sample::select(vec![" ", "\n", "\r\n", "\t", "  \n "]), 12),
+            step in 1usize..9,
+        ) {
+            let mut input = String::new();
+            for (k, v) in values.iter().enumerate() {
+                let text = if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) };
+                input.push_str(&text.unwrap());
+                input.push_str(separators[k]);
+            }
+            let docs: Vec<Value> = split(&input, step).into_iter().map(Result::unwrap).collect();
+            prop_assert_eq!(docs, values);
         }
     }
 }

@@ -254,11 +254,16 @@ struct Emitter {
     warned: HashSet<String>,
     code: u8,
     quiet: bool,
+    /// The input a syntax error ended: its later documents are not emitted.
+    broken_input: Option<usize>,
 }
 
 impl Emitter {
     /// Emits one document's result; `Err(code)` means stop now with that exit code.
     fn emit(&mut self, origin: &input::Origin, result: anyhow::Result<Outcome>) -> Result<(), u8> {
+        if self.broken_input == Some(origin.input) {
+            return Ok(()); // after a syntax error, the rest of that input is not JSON we can read
+        }
         let stderr = std::io::stderr();
         match result {
             Ok(mut out) => {
@@ -279,6 +284,9 @@ impl Emitter {
                     .map_err(write_failed)
             }
             Err(e) => {
+                if e.downcast_ref::<input::SyntaxError>().is_some() {
+                    self.broken_input = Some(origin.input);
+                }
                 let line = one_line(&format!("{origin}: {e:#}"));
                 let _ = writeln!(stderr.lock(), "ctx: {line}");
                 let c = cmd::exit_code(&e);
@@ -292,17 +300,18 @@ impl Emitter {
 }
 
 /// A document read from the input, numbered in input order.
-type Job = (usize, input::Origin, anyhow::Result<serde_json::Value>);
+type Job = (usize, input::Origin, anyhow::Result<input::RawDocument>);
 /// A document processed, with its number.
 type Done = (usize, input::Origin, anyhow::Result<Outcome>);
 
 /// Runs `process` over every input document on `jobs` threads and writes the results in input
 /// order; returns the most severe exit code seen.
 ///
-/// The input is read and parsed on this thread (a JSON syntax error must end the stream exactly
-/// where it is), documents are processed by the workers, and results are written here as soon
-/// as every earlier one has been. At most a few documents per worker are in flight, so memory
-/// stays bounded however long the stream.
+/// The input is read and split into documents on this thread; the workers parse and process
+/// them, and results are written here, in order, as soon as every earlier one has been. A
+/// syntax error ends its input's stream at the same document whatever the number of threads
+/// (the emitter skips the rest of that input). At most a few documents per worker are in
+/// flight, so memory stays bounded however long the stream.
 fn filter(
     files: &[std::path::PathBuf],
     output: &cmd::OutputArgs,
@@ -323,6 +332,7 @@ fn filter(
         warned: HashSet::new(),
         code: 0,
         quiet: output.quiet,
+        broken_input: None,
     };
     let jobs = output.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, usize::from),
@@ -330,7 +340,12 @@ fn filter(
     );
     if jobs == 1 {
         for (origin, value) in docs {
-            let result = value.and_then(|v| process(&origin, v));
+            if emitter.broken_input == Some(origin.input) {
+                continue;
+            }
+            let result = value
+                .and_then(|raw| raw.parse())
+                .and_then(|v| process(&origin, v));
             if let Err(code) = emitter.emit(&origin, result) {
                 return code;
             }
@@ -356,7 +371,9 @@ fn filter(
                     let Ok((seq, origin, value)) = job else {
                         break;
                     };
-                    let result = value.and_then(|v| process(&origin, v));
+                    let result = value
+                        .and_then(|raw| raw.parse())
+                        .and_then(|v| process(&origin, v));
                     if done_tx.send((seq, origin, result)).is_err() {
                         break;
                     }
