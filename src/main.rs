@@ -212,6 +212,13 @@ impl Sidecars {
     }
 
     fn success(&mut self, origin: &input::Origin, out: &mut Outcome) -> anyhow::Result<()> {
+        // Nothing is assembled for a sidecar nobody asked for (a fit can drop thousands).
+        if self.report.is_none() {
+            out.report = None;
+        }
+        if self.dropped.is_none() {
+            out.dropped.clear();
+        }
         if let Some(report) = out.report.take() {
             let mut m = Self::origin_fields(origin);
             if let serde_json::Value::Object(r) = report {

@@ -8,7 +8,7 @@
 //! carries the per-message token counts from one stage to the next (a message is tokenized again
 //! only when a stage rewrote it), and maps what each stage did back to input indices.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
@@ -237,16 +237,20 @@ impl State {
             changed[d.index] = true;
         }
         // Counts the stage already made of changed messages, by index in the stage's input.
-        let known: HashMap<usize, MessageTokens> = dropped
-            .iter()
-            .zip(recounted)
-            .map(|(d, c)| (d.index, *c))
-            .collect();
+        let mut known: Vec<Option<MessageTokens>> = Vec::new();
+        if !recounted.is_empty() {
+            known.resize(self.count.messages.len(), None);
+            for (d, c) in dropped.iter().zip(recounted) {
+                known[d.index] = Some(*c);
+            }
+        }
         let mut messages = Vec::with_capacity(origins.len());
         for (k, o) in origins.iter().enumerate() {
             messages.push(match o {
                 Some(i) if !changed[*i] => self.count.messages[*i],
-                Some(i) if known.contains_key(i) => known[i],
+                Some(i) if known.get(*i).copied().flatten().is_some() => {
+                    known[*i].expect("checked")
+                }
                 _ => counter.message(&doc.messages()[k], &mut Notes::default())?,
             });
         }
