@@ -7,6 +7,7 @@ mod common;
 use clap::Parser;
 use common::*;
 use ctx::cmd::fit::{Fitting, Options, Stage, fit};
+use ctx::cmd::prune::Thinking;
 use ctx::cmd::summarize::{Engine, Summarizer, SummaryArgs};
 use ctx::cmd::{CannotFit, Env, prune, summarize, truncate};
 use ctx::conversation::{Conversation, PinOptions};
@@ -245,6 +246,7 @@ proptest! {
         clear_inputs in proptest::bool::weighted(0.3),
         drop_system in proptest::bool::weighted(0.2),
         no_keep_task in proptest::bool::weighted(0.2),
+        thinking in proptest::sample::select(vec![Thinking::Keep, Thinking::Old, Thinking::All]),
     ) {
         let doc = parse(value, dialect);
         let total = tokens(&doc) as f64;
@@ -254,6 +256,7 @@ proptest! {
         let mut opts = options(budget, trigger, stages, pins);
         opts.truncate.note = note.then(|| NOTE.to_string());
         opts.prune.clear_inputs = clear_inputs;
+        opts.prune.thinking = thinking;
         check_all(&doc, &opts)?;
     }
 }

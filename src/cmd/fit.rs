@@ -310,6 +310,9 @@ pub fn fit(
     let mut stages = Vec::new();
     // Why the last stage that could not reach the budget failed.
     let mut cannot: Option<String> = None;
+    // The document's structure as the last prune stage read it, while no other stage has
+    // changed the document since.
+    let mut structure: Option<prune::Structure> = None;
     for (k, &stage) in opts.stages.iter().enumerate() {
         if st.total() <= budget {
             break;
@@ -349,7 +352,8 @@ pub fn fit(
                     Stage::PruneAll => o.keep = 0,
                     _ => {}
                 }
-                let r = prune::prune(doc, counter, &st.count, &o)?;
+                let (r, kept) = prune::prune_with(doc, counter, &st.count, &o, structure.take())?;
+                structure = kept;
                 report["cleared"] = r
                     .cleared
                     .iter()
@@ -367,6 +371,7 @@ pub fn fit(
                 st.advance(counter, r.doc, origins, r.dropped, &r.recounted)?;
             }
             Stage::Summarize => {
+                structure = None;
                 let Some(s) = summarizer else {
                     bail!("the summarize stage needs a summarizer");
                 };
@@ -388,6 +393,7 @@ pub fn fit(
                 st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
             }
             Stage::Truncate | Stage::Partial => {
+                structure = None;
                 let mut o = opts.truncate.clone();
                 o.partial = stage == Stage::Partial;
                 match truncate::truncate(doc, counter, &st.count, &o) {

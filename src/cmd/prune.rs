@@ -175,6 +175,28 @@ pub fn prune(
     count: &DocumentCount,
     opts: &Options,
 ) -> Result<Pruning> {
+    prune_with(doc, counter, count, opts, None).map(|(pruning, _)| pruning)
+}
+
+/// What prune reads of a document's structure before changing anything: its conversation
+/// model, pins and tool results. Clearing and clipping results leave that structure as it was,
+/// so fit hands it from one prune stage to the next instead of reading it again.
+pub struct Structure {
+    conv: Conversation,
+    pinned: Vec<bool>,
+    results: Vec<ResultRef>,
+}
+
+/// `prune`, reusing `structure` if an earlier prune of this same document (with the same pins)
+/// returned it. Returns the structure again when it is still valid for the pruned document
+/// (it is not once reasoning blocks were dropped, which moves content blocks).
+pub fn prune_with(
+    doc: Document,
+    counter: &Counter,
+    count: &DocumentCount,
+    opts: &Options,
+    structure: Option<Structure>,
+) -> Result<(Pruning, Option<Structure>)> {
     let tokens_before = count.total();
     let mut out = Pruning {
         doc,
@@ -189,13 +211,27 @@ pub fn prune(
     };
     if opts.trigger.is_some_and(|t| tokens_before as u64 <= t) {
         out.triggered = false;
-        return Ok(out);
+        return Ok((out, structure));
     }
     let template = Template::parse(&opts.placeholder);
     let dialect = out.doc.dialect;
-    let conv = Conversation::new(out.doc.messages(), dialect);
-    let pinned = conv.pinned_messages(&opts.pins)?;
-    let results = tool_results(&conv, out.doc.messages(), dialect, &pinned);
+    let Structure {
+        conv,
+        pinned,
+        results,
+    } = match structure {
+        Some(s) => s,
+        None => {
+            let conv = Conversation::new(out.doc.messages(), dialect);
+            let pinned = conv.pinned_messages(&opts.pins)?;
+            let results = tool_results(&conv, out.doc.messages(), dialect, &pinned);
+            Structure {
+                conv,
+                pinned,
+                results,
+            }
+        }
+    };
     let mut messages = std::mem::take(out.doc.messages_mut());
     let mut reasons: BTreeMap<usize, Vec<&'static str>> = BTreeMap::new();
     // Every changed message, with its original before the first change when it is needed
@@ -446,7 +482,12 @@ pub fn prune(
         })
         .collect();
     *out.doc.messages_mut() = messages;
-    Ok(out)
+    let structure = out.thinking.is_empty().then_some(Structure {
+        conv,
+        pinned,
+        results,
+    });
+    Ok((out, structure))
 }
 
 /// Every tool result, in order, with the tool it belongs to and the call it answers.
