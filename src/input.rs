@@ -138,9 +138,9 @@ impl Splitter {
     /// Moves past `n` buffered bytes, keeping the line and column up to date.
     fn consume(&mut self, n: usize) {
         let taken = &self.buf[self.pos..self.pos + n];
-        match taken.iter().rposition(|&b| b == b'\n') {
+        match memchr::memrchr(b'\n', taken) {
             Some(last) => {
-                self.line += taken.iter().filter(|&&b| b == b'\n').count();
+                self.line += memchr::memchr_iter(b'\n', taken).count();
                 self.column = n - 1 - last;
             }
             None => self.column += n,
@@ -214,7 +214,7 @@ impl Splitter {
                         i += 1;
                         continue;
                     }
-                    match chunk[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                    match memchr::memchr2(b'"', b'\\', &chunk[i..]) {
                         None => i = chunk.len(),
                         Some(k) => {
                             i += k;
