@@ -35,6 +35,22 @@ median_ms() {
   printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f\n", m/1000}'
 }
 
+# paired N "A" "B": runs the shell commands A and B alternately N times (stdout discarded), so
+# that both see the same moments of a shared machine, and prints "median_A median_B
+# median_ratio" (ms, ms, B/A per pair). Ratios between separately timed blocks of runs swing by
+# a third on this kind of machine; ratios within pairs do not.
+paired() {
+  local n=$1 a=$2 b=$3 ta=() tb=() rs=() s e x y
+  for _ in $(seq "$n"); do
+    s=$(date +%s%N); eval "$a" > /dev/null; e=$(date +%s%N); x=$(( (e - s) / 1000 ))
+    s=$(date +%s%N); eval "$b" > /dev/null; e=$(date +%s%N); y=$(( (e - s) / 1000 ))
+    ta+=("$x"); tb+=("$y"); rs+=("$(awk -v x="$x" -v y="$y" 'BEGIN {printf "%.4f", y/x}')")
+  done
+  med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
+  printf '%.1f %.1f %.2f\n' "$(awk -v v="$(med "${ta[@]}")" 'BEGIN {print v/1000}')" \
+    "$(awk -v v="$(med "${tb[@]}")" 'BEGIN {print v/1000}')" "$(med "${rs[@]}")"
+}
+
 # peak_mb CMD...: the peak resident memory of one run, in MB.
 peak_mb() {
   /usr/bin/time -f '%M' "$@" 2>&1 > /dev/null | tail -1 | awk '{printf "%.1f\n", $1/1024}'
@@ -74,29 +90,26 @@ echo
 echo "## 3. truncate and fit on a 10,000-message session, against count on it"
 s=$DIR/session_10k.json
 echo "input: $(mb "$s") MB, $("$CTX" count --output total "$s") tokens"
-t_count=$(median_ms "$CTX" count "$s")
-t_trunc=$(median_ms "$CTX" truncate --budget 100000 "$s")
-t_fit=$(median_ms "$CTX" fit --budget 100000 "$s")
-t_fit_tr=$(median_ms "$CTX" fit --budget 100000 --stages truncate "$s")
-echo "count:                          ${t_count} ms"
-echo "truncate --budget 100000:       ${t_trunc} ms   ratio $(ratio "$t_trunc" "$t_count")x (target: at most 1.5x)"
-echo "fit --budget 100000:            ${t_fit} ms   ratio $(ratio "$t_fit" "$t_count")x (target: at most 1.5x)"
-echo "fit --stages truncate:          ${t_fit_tr} ms   ratio $(ratio "$t_fit_tr" "$t_count")x"
+echo "(each command alternates with count, $RUNS pairs; ratio: median of the pairs' ratios)"
+read -r c1 t_trunc r_trunc < <(paired "$RUNS" "$CTX count $s" "$CTX truncate --budget 100000 $s")
+read -r c2 t_fit r_fit < <(paired "$RUNS" "$CTX count $s" "$CTX fit --budget 100000 $s")
+read -r c3 t_fit_tr r_fit_tr < <(paired "$RUNS" "$CTX count $s" "$CTX fit --budget 100000 --stages truncate $s")
+echo "truncate --budget 100000:       ${t_trunc} ms against count ${c1} ms   ratio ${r_trunc}x (target: at most 1.5x)"
+echo "fit --budget 100000:            ${t_fit} ms against count ${c2} ms   ratio ${r_fit}x (target: at most 1.5x)"
+echo "fit --stages truncate:          ${t_fit_tr} ms against count ${c3} ms   ratio ${r_fit_tr}x"
 echo "peak memory, fit:               $(peak_mb "$CTX" fit --budget 100000 "$s") MB (target: at most 3 x $(mb "$s") + 30 MB)"
 echo
 
 echo "## 4. a JSON Lines batch on every core, order preserved"
 b=$DIR/batch.jsonl
 BRUNS=$(( RUNS < 5 ? RUNS : 5 ))
-t1=$(RUNS=$BRUNS median_ms "$CTX" count -c -j 1 "$b")
-tn=$(RUNS=$BRUNS median_ms "$CTX" count -c "$b")
-f1=$(RUNS=$BRUNS median_ms "$CTX" fit -c --budget 2000 -j 1 "$b")
-fn=$(RUNS=$BRUNS median_ms "$CTX" fit -c --budget 2000 "$b")
-echo "input: $(mb "$b") MB, $(wc -l < "$b") documents; $BRUNS runs per case"
+read -r t1 tn r_count < <(paired "$BRUNS" "$CTX count -c -j 1 $b" "$CTX count -c $b")
+read -r f1 fn r_fit < <(paired "$BRUNS" "$CTX fit -c --budget 2000 -j 1 $b" "$CTX fit -c --budget 2000 $b")
+echo "input: $(mb "$b") MB, $(wc -l < "$b") documents; $BRUNS pairs per case (one thread, then all)"
 echo "count, one thread:              ${t1} ms"
-echo "count, $(nproc) threads:              ${tn} ms   speed-up $(ratio "$t1" "$tn")x (target: at least 1.6x)"
+echo "count, $(nproc) threads:              ${tn} ms   speed-up $(awk -v r="$r_count" 'BEGIN {printf "%.2f", 1/r}')x (target: at least 1.6x)"
 echo "fit --budget 2000, one thread:  ${f1} ms"
-echo "fit --budget 2000, $(nproc) threads:  ${fn} ms   speed-up $(ratio "$f1" "$fn")x"
+echo "fit --budget 2000, $(nproc) threads:  ${fn} ms   speed-up $(awk -v r="$r_fit" 'BEGIN {printf "%.2f", 1/r}')x"
 cmp <("$CTX" count -c -j 1 "$b") <("$CTX" count -c "$b") > /dev/null && echo "outputs of one and $(nproc) threads are identical"
 echo "peak memory, count:             $(peak_mb "$CTX" count -c "$b") MB"
 echo
