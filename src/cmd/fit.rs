@@ -393,10 +393,12 @@ pub fn fit(
                 st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
             }
             Stage::Truncate | Stage::Partial => {
-                structure = None;
+                // The prune stages' conversation model still describes the document; a stage
+                // after truncate reads it again.
+                let conv = structure.take().map(prune::Structure::into_conversation);
                 let mut o = opts.truncate.clone();
                 o.partial = stage == Stage::Partial;
-                match truncate::truncate(doc, counter, &st.count, &o) {
+                match truncate::truncate_with(doc, counter, &st.count, &o, conv) {
                     Ok(r) => {
                         report["removed"] = r.removed.iter().map(|&i| st.input_index(i)).collect();
                         report["partial"] = r

@@ -187,6 +187,13 @@ pub struct Structure {
     results: Vec<ResultRef>,
 }
 
+impl Structure {
+    /// The conversation model, for a later stage that needs it.
+    pub fn into_conversation(self) -> Conversation {
+        self.conv
+    }
+}
+
 /// `prune`, reusing `structure` if an earlier prune of this same document (with the same pins)
 /// returned it. Returns the structure again when it is still valid for the pruned document
 /// (it is not once reasoning blocks were dropped, which moves content blocks).

@@ -206,9 +206,21 @@ pub fn truncate(
     count: &DocumentCount,
     opts: &Options,
 ) -> Result<Truncation> {
+    truncate_with(doc, counter, count, opts, None)
+}
+
+/// `truncate`, with the conversation model of `doc` if the caller already has it (fit, after
+/// its prune stages, which leave the structure as it was).
+pub fn truncate_with(
+    doc: Document,
+    counter: &Counter,
+    count: &DocumentCount,
+    opts: &Options,
+    conv: Option<Conversation>,
+) -> Result<Truncation> {
     let tokens_before = count.total();
     let budget = opts.budget as usize;
-    let conv = Conversation::new(doc.messages(), doc.dialect);
+    let conv = conv.unwrap_or_else(|| Conversation::new(doc.messages(), doc.dialect));
     let n = conv.units.len();
     let unit_tokens: Vec<usize> = conv
         .units
