@@ -43,6 +43,7 @@ fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> O
         budget,
         trigger,
         stages,
+        details: true,
         prune: prune::Options {
             pins: pins.clone(),
             ..prune::Options::default()

@@ -180,6 +180,9 @@ pub struct Options {
     pub budget: u64,
     pub trigger: u64,
     pub stages: Vec<Stage>,
+    /// List what each stage cleared, clipped and removed in its report entry (for `--report`;
+    /// without it the entries hold the stage and its token counts only).
+    pub details: bool,
     pub prune: prune::Options,
     pub truncate: truncate::Options,
     pub summarize: summarize::Options,
@@ -354,16 +357,18 @@ pub fn fit(
                 }
                 let (r, kept) = prune::prune_with(doc, counter, &st.count, &o, structure.take())?;
                 structure = kept;
-                report["cleared"] = r
-                    .cleared
-                    .iter()
-                    .map(|(i, t, k)| json!({"index": st.input_index(*i), "tool": t, "tokens": k}))
-                    .collect();
-                report["clipped"] = r
-                    .clipped
-                    .iter()
-                    .map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a}))
-                    .collect();
+                if opts.details {
+                    report["cleared"] = r
+                        .cleared
+                        .iter()
+                        .map(|(i, t, k)| json!({"index": st.input_index(*i), "tool": t, "tokens": k}))
+                        .collect();
+                    report["clipped"] = r
+                        .clipped
+                        .iter()
+                        .map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a}))
+                        .collect();
+                }
                 if !r.thinking.is_empty() {
                     report["thinking"] = r.thinking.iter().map(|&i| st.input_index(i)).collect();
                 }
@@ -400,7 +405,10 @@ pub fn fit(
                 o.partial = stage == Stage::Partial;
                 match truncate::truncate_with(doc, counter, &st.count, &o, conv) {
                     Ok(r) => {
-                        report["removed"] = r.removed.iter().map(|&i| st.input_index(i)).collect();
+                        if opts.details {
+                            report["removed"] =
+                                r.removed.iter().map(|&i| st.input_index(i)).collect();
+                        }
                         report["partial"] = r
                             .partial
                             .iter()
@@ -574,6 +582,7 @@ impl<'a> Runner<'a> {
             budget,
             trigger,
             stages: self.stages.clone(),
+            details: args.side.report.is_some(),
             prune: prune::Options {
                 keep: args.keep,
                 placeholder: args.placeholder.clone(),
