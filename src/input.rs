@@ -116,7 +116,8 @@ impl Splitter {
         if self.eof {
             return Ok(false);
         }
-        self.buf.resize(1 << 16, 0);
+        // Large reads: the caller writes every owed result whenever the buffer runs dry.
+        self.buf.resize(1 << 20, 0);
         self.pos = 0;
         loop {
             match self.reader.read(&mut self.buf) {
@@ -266,6 +267,17 @@ pub struct Documents {
 }
 
 impl Documents {
+    /// True when the next document can be started without waiting for input: some of it is
+    /// already read. A caller holding documents back should send them before asking for the
+    /// next one otherwise, so that a document that arrived alone on a pipe is not kept waiting.
+    pub fn buffered(&self) -> bool {
+        self.current.as_ref().is_some_and(|(_, splitter, _)| {
+            splitter.buf[splitter.pos..]
+                .iter()
+                .any(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        })
+    }
+
     /// Reads `files` in order (`-` is stdin), or stdin when there are none.
     pub fn open(files: &[PathBuf]) -> Result<Documents, Error> {
         let list: Vec<Option<PathBuf>> = if files.is_empty() {

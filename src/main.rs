@@ -329,7 +329,7 @@ fn filter(
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    let docs = match Documents::open(files) {
+    let mut docs = match Documents::open(files) {
         Ok(d) => d,
         Err(e) => return fail(&e),
     };
@@ -360,8 +360,10 @@ fn filter(
         return emitter.code;
     }
 
+    // Documents go to the workers in batches (a wake-up per document costs more than counting
+    // a small one), at most `in_flight` batches between reading and writing.
     let in_flight = 4 * jobs;
-    let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Job>(in_flight);
+    let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Vec<Job>>(in_flight);
     let job_rx = std::sync::Mutex::new(job_rx);
     let (done_tx, done_rx) = std::sync::mpsc::channel::<Done>();
     let process = &process;
@@ -371,18 +373,20 @@ fn filter(
             let done_tx = done_tx.clone();
             scope.spawn(move || {
                 loop {
-                    let job = job_rx
+                    let batch = job_rx
                         .lock()
                         .map_err(|_| ())
                         .and_then(|rx| rx.recv().map_err(|_| ()));
-                    let Ok((seq, origin, value)) = job else {
+                    let Ok(batch) = batch else {
                         break;
                     };
-                    let result = value
-                        .and_then(|raw| raw.parse())
-                        .and_then(|v| process(&origin, v));
-                    if done_tx.send((seq, origin, result)).is_err() {
-                        break;
+                    for (seq, origin, value) in batch {
+                        let result = value
+                            .and_then(|raw| raw.parse())
+                            .and_then(|v| process(&origin, v));
+                        if done_tx.send((seq, origin, result)).is_err() {
+                            return;
+                        }
                     }
                 }
             });
@@ -403,27 +407,75 @@ fn filter(
             }
             Ok(())
         };
-        for (seq, (origin, value)) in docs.enumerate() {
-            // Keep at most `in_flight` documents between reading and writing.
-            while seq - next >= in_flight {
-                match done_rx.recv() {
-                    Ok((seq, o, r)) => {
-                        pending.insert(seq, (o, r));
+        // The end (last number + 1) of every batch sent and not yet written.
+        let mut out: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+        let mut batch: Vec<Job> = Vec::new();
+        let mut batch_bytes = 0usize;
+        let mut seq = 0usize;
+        loop {
+            // A batch goes when it is big enough, when the input is over, or when the next
+            // document is not read yet (it may be slow to come).
+            if batch.is_empty() && !docs.buffered() {
+                // Reading may now wait for input that is slow to come (an agent piping one
+                // conversation at a time): first write every result still owed.
+                while next < seq {
+                    match done_rx.recv() {
+                        Ok((seq, o, r)) => {
+                            pending.insert(seq, (o, r));
+                        }
+                        Err(_) => break,
                     }
-                    Err(_) => break,
+                    if let Err(code) = flush(&mut pending, &mut next) {
+                        return code;
+                    }
                 }
-                if let Err(code) = flush(&mut pending, &mut next) {
-                    return code;
+                while out.front().is_some_and(|&end| next >= end) {
+                    out.pop_front();
                 }
             }
-            if job_tx.send((seq, origin, value)).is_err() {
-                break;
+            let tried = batch.is_empty() || docs.buffered();
+            let item = if tried { docs.next() } else { None };
+            let done_reading = tried && item.is_none();
+            if let Some((origin, value)) = item {
+                batch_bytes += value.as_ref().map_or(0, |d| d.bytes.len());
+                batch.push((seq, origin, value));
+                seq += 1;
+                if batch.len() < 64 && batch_bytes < 1 << 18 {
+                    continue;
+                }
+            }
+            if !batch.is_empty() {
+                while out.len() >= in_flight {
+                    match done_rx.recv() {
+                        Ok((seq, o, r)) => {
+                            pending.insert(seq, (o, r));
+                        }
+                        Err(_) => break,
+                    }
+                    if let Err(code) = flush(&mut pending, &mut next) {
+                        return code;
+                    }
+                    while out.front().is_some_and(|&end| next >= end) {
+                        out.pop_front();
+                    }
+                }
+                out.push_back(seq);
+                batch_bytes = 0;
+                if job_tx.send(std::mem::take(&mut batch)).is_err() {
+                    break;
+                }
             }
             while let Ok((seq, o, r)) = done_rx.try_recv() {
                 pending.insert(seq, (o, r));
             }
             if let Err(code) = flush(&mut pending, &mut next) {
                 return code;
+            }
+            while out.front().is_some_and(|&end| next >= end) {
+                out.pop_front();
+            }
+            if done_reading {
+                break;
             }
         }
         drop(job_tx);

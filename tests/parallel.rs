@@ -116,3 +116,42 @@ fn a_syntax_error_ends_the_stream_at_the_same_place() {
     );
     assert!(one.2.contains("invalid JSON"), "{}", one.2);
 }
+
+/// An agent loop that pipes one conversation at a time gets each answer before it sends the
+/// next: documents are grouped for the workers only when more input is already at hand.
+#[test]
+fn a_document_alone_on_a_pipe_is_answered_at_once() {
+    use std::io::{BufRead, BufReader};
+    for jobs in ["1", "2"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ctx"))
+            .args(["count", "-c", "--output", "total", "-j", jobs])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if tx.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        for turn in 0..3 {
+            let doc = json!([{"role": "user", "content": format!("turn {turn}")}]);
+            stdin.write_all(format!("{doc}\n").as_bytes()).unwrap();
+            stdin.flush().unwrap();
+            // The pipe stays open: the answer must come without more input or an end of input.
+            let answer = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| {
+                    panic!("-j {jobs}: no answer to document {turn} while the pipe stays open")
+                });
+            assert!(answer.parse::<u64>().is_ok_and(|t| t > 0), "{answer}");
+        }
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+    }
+}
