@@ -397,18 +397,36 @@ fn filter(
             (input::Origin, anyhow::Result<Outcome>),
         > = std::collections::BTreeMap::new();
         let mut next = 0usize;
-        // Writes every result that is next in order.
-        let mut flush = |pending: &mut std::collections::BTreeMap<usize, _>,
-                         next: &mut usize|
-         -> Result<(), u8> {
+        // The end (last number + 1) of every batch sent and not yet written.
+        let mut out: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+        // Takes the finished results (first waiting for one if `wait`), writes every one that is
+        // next in order and forgets the batches fully written. Ok(false): no result can come.
+        let mut settle = |pending: &mut std::collections::BTreeMap<usize, _>,
+                          next: &mut usize,
+                          out: &mut std::collections::VecDeque<usize>,
+                          wait: bool|
+         -> Result<bool, u8> {
+            let mut open = true;
+            if wait {
+                match done_rx.recv() {
+                    Ok((seq, o, r)) => {
+                        pending.insert(seq, (o, r));
+                    }
+                    Err(_) => open = false,
+                }
+            }
+            while let Ok((seq, o, r)) = done_rx.try_recv() {
+                pending.insert(seq, (o, r));
+            }
             while let Some((origin, result)) = pending.remove(next) {
                 emitter.emit(&origin, result)?;
                 *next += 1;
             }
-            Ok(())
+            while out.front().is_some_and(|&end| *next >= end) {
+                out.pop_front();
+            }
+            Ok(open)
         };
-        // The end (last number + 1) of every batch sent and not yet written.
-        let mut out: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
         let mut batch: Vec<Job> = Vec::new();
         let mut batch_bytes = 0usize;
         let mut seq = 0usize;
@@ -419,18 +437,11 @@ fn filter(
                 // Reading may now wait for input that is slow to come (an agent piping one
                 // conversation at a time): first write every result still owed.
                 while next < seq {
-                    match done_rx.recv() {
-                        Ok((seq, o, r)) => {
-                            pending.insert(seq, (o, r));
-                        }
-                        Err(_) => break,
+                    match settle(&mut pending, &mut next, &mut out, true) {
+                        Err(code) => return code,
+                        Ok(open) if !open => break,
+                        Ok(_) => {}
                     }
-                    if let Err(code) = flush(&mut pending, &mut next) {
-                        return code;
-                    }
-                }
-                while out.front().is_some_and(|&end| next >= end) {
-                    out.pop_front();
                 }
             }
             let tried = batch.is_empty() || docs.buffered();
@@ -446,17 +457,10 @@ fn filter(
             }
             if !batch.is_empty() {
                 while out.len() >= in_flight {
-                    match done_rx.recv() {
-                        Ok((seq, o, r)) => {
-                            pending.insert(seq, (o, r));
-                        }
-                        Err(_) => break,
-                    }
-                    if let Err(code) = flush(&mut pending, &mut next) {
-                        return code;
-                    }
-                    while out.front().is_some_and(|&end| next >= end) {
-                        out.pop_front();
+                    match settle(&mut pending, &mut next, &mut out, true) {
+                        Err(code) => return code,
+                        Ok(open) if !open => break,
+                        Ok(_) => {}
                     }
                 }
                 out.push_back(seq);
@@ -465,24 +469,19 @@ fn filter(
                     break;
                 }
             }
-            while let Ok((seq, o, r)) = done_rx.try_recv() {
-                pending.insert(seq, (o, r));
-            }
-            if let Err(code) = flush(&mut pending, &mut next) {
+            if let Err(code) = settle(&mut pending, &mut next, &mut out, false) {
                 return code;
-            }
-            while out.front().is_some_and(|&end| next >= end) {
-                out.pop_front();
             }
             if done_reading {
                 break;
             }
         }
         drop(job_tx);
-        for (seq, o, r) in done_rx.iter() {
-            pending.insert(seq, (o, r));
-            if let Err(code) = flush(&mut pending, &mut next) {
-                return code;
+        loop {
+            match settle(&mut pending, &mut next, &mut out, true) {
+                Err(code) => return code,
+                Ok(open) if !open => break,
+                Ok(_) => {}
             }
         }
         emitter.code

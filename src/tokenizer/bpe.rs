@@ -196,14 +196,8 @@ impl Ranks {
         if piece.len() >= HEAP_PIECE {
             return self.merge_heap(piece, scratch);
         }
-        let Scratch {
-            parts,
-            starts,
-            cache,
-            ..
-        } = scratch;
-        self.merge_scan(piece, parts, starts, cache);
-        parts.len() - 1
+        self.merge_scan(piece, scratch);
+        scratch.parts.len() - 1
     }
 
     /// Appends the ranks `piece` encodes to.
@@ -219,14 +213,8 @@ impl Ranks {
             self.merge_heap(piece, scratch);
             scratch.heap_parts(piece.len()).collect()
         } else {
-            let Scratch {
-                parts,
-                starts,
-                cache,
-                ..
-            } = scratch;
-            self.merge_scan(piece, parts, starts, cache);
-            (parts.windows(2))
+            self.merge_scan(piece, scratch);
+            (scratch.parts.windows(2))
                 .map(|w| (w[0].0 as usize, w[1].0 as usize))
                 .collect()
         };
@@ -236,15 +224,16 @@ impl Ranks {
         }));
     }
 
-    /// tiktoken's merge loop for short pieces: `parts` ends up holding the start of each final
-    /// part plus the end of the piece. Entry i also holds the rank of merging parts i and i + 1.
-    fn merge_scan(
-        &self,
-        piece: &[u8],
-        parts: &mut Vec<(u32, u32)>,
-        starts: &mut Vec<u32>,
-        cache: &mut LookupCache,
-    ) {
+    /// tiktoken's merge loop for short pieces: `scratch.parts` ends up holding the start of each
+    /// final part plus the end of the piece. Entry i also holds the rank of merging parts i and
+    /// i + 1.
+    fn merge_scan(&self, piece: &[u8], scratch: &mut Scratch) {
+        let Scratch {
+            parts,
+            starts,
+            cache,
+            ..
+        } = scratch;
         cache.claim(self);
         self.initial_parts(piece, starts);
         starts.push(piece.len() as u32);
@@ -460,14 +449,10 @@ mod tests {
     }
 
     fn short_parts(ranks: &Ranks, piece: &[u8]) -> Vec<(usize, usize)> {
-        let mut parts = Vec::new();
-        ranks.merge_scan(
-            piece,
-            &mut parts,
-            &mut Vec::new(),
-            &mut LookupCache::default(),
-        );
-        parts
+        let mut scratch = Scratch::default();
+        ranks.merge_scan(piece, &mut scratch);
+        scratch
+            .parts
             .windows(2)
             .map(|w| (w[0].0 as usize, w[1].0 as usize))
             .collect()
