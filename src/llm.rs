@@ -4,6 +4,12 @@
 //! (honouring `Retry-After`), reads error bodies itself so the server's message reaches the user,
 //! and accepts only a reply with non-empty text: an empty or malformed reply is an error, never a
 //! summary. The API key never appears in any error text.
+//!
+//! It also owns the base URL ([`BaseUrl`]): checked once, the `/chat/completions` path put before
+//! its query string, credentials written into it (`user:password@`) sent as HTTP Basic auth, and
+//! printed only with those credentials and every query value but `api-version` redacted.
+//! Redirects are never followed: a 3xx reply is an error that names where it pointed (redacted),
+//! since following one would carry the conversation, and maybe the key, to another server.
 
 use std::fmt;
 use std::thread;
@@ -11,11 +17,275 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// Where and how to call the model.
-#[derive(Debug, Clone)]
+/// What replaces a secret wherever one would be printed.
+const REDACTED: &str = "[redacted]";
+
+/// The only query parameter whose value is printed: Azure's `api-version`, never a secret.
+const SHOWN_QUERY_PARAMS: &[&str] = &["api-version"];
+
+/// A base URL as given (a flag, a profile or the environment), not yet checked. It may hold
+/// credentials, so its `Debug` never shows it; [`BaseUrl::parse`] checks it.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct UrlArg(pub String);
+
+impl From<String> for UrlArg {
+    fn from(s: String) -> UrlArg {
+        UrlArg(s)
+    }
+}
+
+impl fmt::Debug for UrlArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match BaseUrl::parse(&self.0) {
+            Ok(url) => write!(f, "UrlArg({url})"),
+            Err(_) => write!(f, "UrlArg({REDACTED})"),
+        }
+    }
+}
+
+/// A checked `http(s)://` base URL including the version path, e.g. `http://localhost:11434/v1`
+/// or `https://x.openai.azure.com/openai/deployments/d?api-version=2024-06-01`. `Display` and
+/// `Debug` show it with its credentials and secret-looking query values redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BaseUrl {
+    /// `http` or `https`, lower case.
+    scheme: String,
+    /// `host[:port]` as written, without credentials.
+    host: String,
+    /// The path, without trailing slashes (`/v1`, or empty).
+    path: String,
+    /// The query string without its `?`, when there is one.
+    query: Option<String>,
+    /// `user:password@`, percent-decoded, when the URL holds credentials.
+    credentials: Option<(String, String)>,
+    /// The credentials as written, to scrub from error text.
+    raw_credentials: Option<String>,
+}
+
+impl BaseUrl {
+    /// Checks `text`. The error never repeats `text`, which may hold credentials.
+    pub fn parse(text: &str) -> Result<BaseUrl, String> {
+        let text = text.trim();
+        let Some((scheme, rest)) = text.split_once("://") else {
+            return Err(
+                "expected an http:// or https:// URL, e.g. http://localhost:11434/v1".to_string(),
+            );
+        };
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme != "http" && scheme != "https" {
+            return Err("expected an http:// or https:// URL (the scheme is neither)".to_string());
+        }
+        // Everything after '#' stays on the client; ctx has no use for it.
+        let rest = rest.split_once('#').map_or(rest, |(before, _)| before);
+        let (rest, query) = match rest.split_once('?') {
+            Some((before, q)) => (before, (!q.is_empty()).then(|| q.to_string())),
+            None => (rest, None),
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(at) => rest.split_at(at),
+            None => (rest, ""),
+        };
+        let (raw_credentials, host) = match authority.rsplit_once('@') {
+            Some((userinfo, host)) => ((!userinfo.is_empty()).then(|| userinfo.to_string()), host),
+            None => (None, authority),
+        };
+        if host.is_empty() {
+            return Err("the URL has no host".to_string());
+        }
+        let bad = |c: char| c.is_whitespace() || c.is_control() || "\\\"<>^`{|}".contains(c);
+        if host.chars().any(bad) || path.chars().any(bad) {
+            return Err("the URL holds spaces or characters a URL cannot hold".to_string());
+        }
+        // `host:port`, or `[v6 address]:port`.
+        let port = match host.strip_prefix('[') {
+            Some(v6) => match v6.split_once(']') {
+                Some((_, "")) => None,
+                Some((_, after)) => Some(after.strip_prefix(':').unwrap_or("x")),
+                None => return Err("the URL's [address] is not closed".to_string()),
+            },
+            None => host.rsplit_once(':').map(|(_, p)| p),
+        };
+        if port.is_some_and(|p| !p.is_empty() && p.parse::<u16>().is_err()) {
+            return Err("the URL's port is not a number from 0 to 65535".to_string());
+        }
+        let credentials = raw_credentials.as_deref().map(|u| {
+            let (user, password) = u.split_once(':').unwrap_or((u, ""));
+            (percent_decode(user), percent_decode(password))
+        });
+        Ok(BaseUrl {
+            scheme,
+            host: host.to_string(),
+            path: path.trim_end_matches('/').to_string(),
+            query,
+            credentials,
+            raw_credentials,
+        })
+    }
+
+    /// The URL of `tail` (e.g. `chat/completions`) under this base, its query string kept at
+    /// the end; never with the credentials, which go in a header.
+    pub fn join(&self, tail: &str) -> String {
+        self.render(Some(tail), false)
+    }
+
+    /// [`BaseUrl::join`] as it may be printed: credentials and secret query values redacted.
+    pub fn shown(&self, tail: &str) -> String {
+        self.render(Some(tail), true)
+    }
+
+    fn render(&self, tail: Option<&str>, redacted: bool) -> String {
+        let mut url = format!("{}://", self.scheme);
+        if redacted && self.credentials.is_some() {
+            url.push_str(REDACTED);
+            url.push('@');
+        }
+        url.push_str(&self.host);
+        url.push_str(&self.path);
+        if let Some(tail) = tail {
+            url.push('/');
+            url.push_str(tail);
+        }
+        if let Some(q) = &self.query {
+            url.push('?');
+            url.push_str(&if redacted { redact_query(q) } else { q.clone() });
+        }
+        url
+    }
+
+    /// Whether this is OpenAI's own API (`https://api.openai.com`), where `OPENAI_API_KEY` may
+    /// go whatever named the URL.
+    pub fn is_openai(&self) -> bool {
+        let host = self.host.to_ascii_lowercase();
+        self.scheme == "https" && (host == "api.openai.com" || host == "api.openai.com:443")
+    }
+
+    /// Whether the URL holds credentials (`user:password@`).
+    pub fn has_credentials(&self) -> bool {
+        self.credentials.is_some()
+    }
+
+    /// The `Authorization` value for the URL's credentials: HTTP Basic auth.
+    fn basic_auth(&self) -> Option<String> {
+        self.credentials.as_ref().map(|(user, password)| {
+            format!("Basic {}", base64(format!("{user}:{password}").as_bytes()))
+        })
+    }
+
+    /// Texts that must not appear in anything printed: the credentials (as written, decoded and
+    /// as the Basic auth value) and every query value that is not shown, as written and decoded.
+    fn secrets(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(raw) = &self.raw_credentials {
+            out.push(raw.clone());
+        }
+        if let Some((user, password)) = &self.credentials {
+            out.push(format!("{user}:{password}"));
+            out.push(password.clone());
+            out.extend(self.basic_auth());
+        }
+        for (name, value) in self.query_pairs() {
+            if !shown_param(name) {
+                out.push(value.to_string());
+                out.push(percent_decode(value));
+            }
+        }
+        out
+    }
+
+    /// The query's `name=value` pairs (a pair without `=` is all value).
+    fn query_pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.query
+            .as_deref()
+            .unwrap_or("")
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once('=').unwrap_or(("", p)))
+    }
+}
+
+/// Whether a query parameter's value may be printed.
+fn shown_param(name: &str) -> bool {
+    SHOWN_QUERY_PARAMS
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(name))
+}
+
+/// A query string with every value but those of [`SHOWN_QUERY_PARAMS`] redacted.
+fn redact_query(query: &str) -> String {
+    query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) if shown_param(name) || value.is_empty() => pair.to_string(),
+            Some((name, _)) => format!("{name}={REDACTED}"),
+            None if pair.is_empty() => String::new(),
+            None => REDACTED.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+impl fmt::Display for BaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(None, true))
+    }
+}
+
+impl fmt::Debug for BaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BaseUrl({self})")
+    }
+}
+
+/// `%XX` escapes decoded (invalid ones kept as written); not `+`, which userinfo keeps.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(h), Some(l)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Standard base64 with padding, for HTTP Basic auth.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * k)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Where and how to call the model. `Debug` redacts the key and the URL's credentials.
+#[derive(Clone)]
 pub struct Endpoint {
     /// Base URL including the version path, e.g. `http://localhost:11434/v1`.
-    pub base_url: String,
+    pub base_url: BaseUrl,
     /// Sent as `Authorization: Bearer KEY` when set.
     pub api_key: Option<String>,
     /// Global timeout of one attempt, connection to last byte of the body.
@@ -24,6 +294,18 @@ pub struct Endpoint {
     pub retries: u32,
     /// Cap on every wait between attempts, `Retry-After` included.
     pub max_backoff: Duration,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .field("max_backoff", &self.max_backoff)
+            .finish()
+    }
 }
 
 /// One chat completion request.
@@ -46,12 +328,16 @@ pub struct ChatReply {
     pub attempts: u32,
     /// Wall time of the whole call, retries and waits included.
     pub latency: Duration,
+    /// The server cut the reply short at `max_tokens` (`finish_reason: "length"`).
+    pub truncated: bool,
 }
 
-/// Why a call failed: one line, never containing the API key.
+/// Why a call failed: one line, never containing the API key or the URL's credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmError {
     pub message: String,
+    /// The HTTP status of the last reply, when there was one.
+    pub status: Option<u16>,
 }
 
 impl fmt::Display for LlmError {
@@ -74,16 +360,17 @@ enum Attempt {
     Retry {
         why: String,
         wait: Option<Duration>,
+        status: Option<u16>,
     },
-    Fail(String),
+    Fail {
+        why: String,
+        status: Option<u16>,
+    },
 }
 
 /// Posts `req` to `{base_url}/chat/completions`, retrying as [`Endpoint`] says.
 pub fn chat(endpoint: &Endpoint, req: &ChatRequest) -> Result<ChatReply, LlmError> {
-    let url = format!(
-        "{}/chat/completions",
-        endpoint.base_url.trim_end_matches('/')
-    );
+    let url = endpoint.base_url.join("chat/completions");
     // Only `max_tokens`: every OpenAI-compatible server accepts it, while the newer
     // `max_completion_tokens` is rejected by some of them.
     let body = json!({
@@ -93,18 +380,22 @@ pub fn chat(endpoint: &Endpoint, req: &ChatRequest) -> Result<ChatReply, LlmErro
     });
     let body = serde_json::to_vec(&body).map_err(|e| LlmError {
         message: format!("cannot encode the request: {e}"),
+        status: None,
     })?;
+    // No redirects: following one would send the conversation (and the key) wherever the
+    // server points; a 3xx reply is reported instead.
     let config = ureq::Agent::config_builder()
         .timeout_global(Some(endpoint.timeout))
         .http_status_as_error(false)
+        .max_redirects(0)
         .build();
     let agent: ureq::Agent = config.into();
 
     let started = Instant::now();
-    let mut attempts = 0;
+    let mut attempts: u32 = 0;
     let mut backoff = FIRST_BACKOFF;
     loop {
-        attempts += 1;
+        attempts = attempts.saturating_add(1);
         match attempt(&agent, endpoint, &url, &body) {
             Attempt::Done(mut reply) => {
                 reply.attempts = attempts;
@@ -115,8 +406,8 @@ pub fn chat(endpoint: &Endpoint, req: &ChatRequest) -> Result<ChatReply, LlmErro
                 thread::sleep(wait.unwrap_or(backoff).min(endpoint.max_backoff));
                 backoff = backoff.saturating_mul(2);
             }
-            Attempt::Retry { why, .. } | Attempt::Fail(why) => {
-                return Err(failure(endpoint, &url, &why, attempts));
+            Attempt::Retry { why, status, .. } | Attempt::Fail { why, status } => {
+                return Err(failure(endpoint, &why, status, attempts));
             }
         }
     }
@@ -130,6 +421,8 @@ fn attempt(agent: &ureq::Agent, endpoint: &Endpoint, url: &str, body: &[u8]) -> 
         .header("Accept", "application/json");
     if let Some(key) = &endpoint.api_key {
         request = request.header("Authorization", format!("Bearer {key}"));
+    } else if let Some(basic) = endpoint.base_url.basic_auth() {
+        request = request.header("Authorization", basic);
     }
     let response = match request.send(body) {
         Ok(response) => response,
@@ -142,6 +435,22 @@ fn attempt(agent: &ureq::Agent, endpoint: &Endpoint, url: &str, body: &[u8]) -> 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
+    if (300..400).contains(&status) {
+        let to = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map_or_else(
+                || "elsewhere".to_string(),
+                |l| format!("to {}", redact_location(l)),
+            );
+        return Attempt::Fail {
+            why: format!(
+                "HTTP {status}: the server redirects {to}; ctx does not follow redirects (give the final URL as the base URL)"
+            ),
+            status: Some(status),
+        };
+    }
     let text = match response.into_body().read_to_string() {
         Ok(text) => text,
         Err(e) => return transport_error(endpoint, &e),
@@ -152,14 +461,35 @@ fn attempt(agent: &ureq::Agent, endpoint: &Endpoint, url: &str, body: &[u8]) -> 
             Attempt::Retry {
                 why,
                 wait: retry_after,
+                status: Some(status),
             }
         } else {
-            Attempt::Fail(why)
+            Attempt::Fail {
+                why,
+                status: Some(status),
+            }
         };
     }
     match parse_reply(&text) {
         Ok(reply) => Attempt::Done(reply),
-        Err(why) => Attempt::Fail(why),
+        Err(why) => Attempt::Fail {
+            why,
+            status: Some(status),
+        },
+    }
+}
+
+/// A redirect's `Location` for a message: an absolute URL redacted like a base URL; a relative
+/// one with its query values redacted.
+fn redact_location(location: &str) -> String {
+    if location.contains("://") {
+        return BaseUrl::parse(location)
+            .map_or_else(|_| "a URL ctx cannot read".to_string(), |u| u.to_string());
+    }
+    let location = location.split_once('#').map_or(location, |(l, _)| l);
+    match location.split_once('?') {
+        Some((path, q)) => format!("{}?{}", shorten(path), redact_query(q)),
+        None => shorten(location),
     }
 }
 
@@ -174,6 +504,7 @@ fn transport_error(endpoint: &Endpoint, e: &ureq::Error) -> Attempt {
         return Attempt::Retry {
             why: format!("timeout ({:?})", endpoint.timeout),
             wait: None,
+            status: None,
         };
     }
     match e {
@@ -181,9 +512,13 @@ fn transport_error(endpoint: &Endpoint, e: &ureq::Error) -> Attempt {
             Attempt::Retry {
                 why: format!("connection error: {e}"),
                 wait: None,
+                status: None,
             }
         }
-        _ => Attempt::Fail(e.to_string()),
+        _ => Attempt::Fail {
+            why: e.to_string(),
+            status: None,
+        },
     }
 }
 
@@ -211,7 +546,13 @@ fn parse_reply(text: &str) -> Result<ChatReply, String> {
     if content.trim().is_empty() {
         return Err("empty reply".to_string());
     }
+    let finish_reason = value
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .and_then(|c| c.get("finish_reason"))
+        .and_then(Value::as_str);
     Ok(ChatReply {
+        truncated: matches!(finish_reason, Some("length" | "max_tokens")),
         text: content.clone(),
         model: value
             .get("model")
@@ -249,26 +590,40 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// The final error: what the last attempt did and how many attempts there were, key scrubbed.
-fn failure(endpoint: &Endpoint, url: &str, why: &str, attempts: u32) -> LlmError {
+/// The final error: what the last attempt did and how many attempts there were, with the key,
+/// the URL's credentials and its secret query values scrubbed.
+fn failure(endpoint: &Endpoint, why: &str, status: Option<u16>, attempts: u32) -> LlmError {
+    let shown = endpoint.base_url.shown("chat/completions");
     let mut message = if attempts > 1 {
-        format!("POST {url}: {why} after {attempts} attempts")
+        format!("POST {shown}: {why} after {attempts} attempts")
     } else {
-        format!("POST {url}: {why}")
+        format!("POST {shown}: {why}")
     };
-    if let Some(key) = endpoint.api_key.as_deref().filter(|k| !k.is_empty()) {
-        message = message.replace(key, "[redacted]");
-        // A shortened message may end in a prefix of the key.
-        for len in (4..key.len()).rev() {
-            if let Some(prefix) = key.get(..len)
-                && let Some(stripped) = message.strip_suffix(&format!("{prefix}..."))
-            {
-                message = format!("{stripped}[redacted]...");
-                break;
-            }
+    let mut secrets: Vec<String> = endpoint.base_url.secrets();
+    secrets.extend(endpoint.api_key.clone());
+    // Longest first, so a secret inside another is not left half-scrubbed; short ones would
+    // garble the message and are no secrets worth the name.
+    secrets.retain(|s| s.chars().count() >= 4);
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    for secret in &secrets {
+        message = scrub(&message, secret);
+    }
+    LlmError { message, status }
+}
+
+/// `message` with every occurrence of `secret` redacted, and a shortened message's trailing
+/// prefix of it (`sk-secr...`) too.
+fn scrub(message: &str, secret: &str) -> String {
+    let mut message = message.replace(secret, REDACTED);
+    for len in (4..secret.len()).rev() {
+        if let Some(prefix) = secret.get(..len)
+            && let Some(stripped) = message.strip_suffix(&format!("{prefix}..."))
+        {
+            message = format!("{stripped}{REDACTED}...");
+            break;
         }
     }
-    LlmError { message }
+    message
 }
 
 #[cfg(test)]
@@ -277,7 +632,7 @@ mod tests {
 
     fn endpoint(key: Option<&str>) -> Endpoint {
         Endpoint {
-            base_url: "http://x/v1".into(),
+            base_url: BaseUrl::parse("http://x/v1").unwrap(),
             api_key: key.map(str::to_string),
             timeout: Duration::from_secs(1),
             retries: 0,
@@ -343,21 +698,143 @@ mod tests {
     fn failure_scrubs_the_key_even_when_cut() {
         let e = failure(
             &endpoint(Some("sk-secret-123")),
-            "u",
             "HTTP 500: Bearer sk-secret-123",
+            Some(500),
             1,
         );
         assert!(!e.message.contains("sk-secret"), "{e}");
+        assert_eq!(e.status, Some(500));
         let e = failure(
             &endpoint(Some("sk-secret-123")),
-            "u",
             "HTTP 500: Bearer sk-secr...",
+            None,
             1,
         );
         assert!(!e.message.contains("sk-secr"), "{e}");
         assert_eq!(
-            failure(&endpoint(None), "u", "x", 3).message,
-            "POST u: x after 3 attempts"
+            failure(&endpoint(None), "x", None, 3).message,
+            "POST http://x/v1/chat/completions: x after 3 attempts"
         );
+    }
+
+    #[test]
+    fn the_path_goes_before_the_query_string() {
+        let azure = BaseUrl::parse(
+            "https://x.openai.azure.com/openai/deployments/d?api-version=2024-06-01",
+        )
+        .unwrap();
+        assert_eq!(
+            azure.join("chat/completions"),
+            "https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01"
+        );
+        // api-version is shown; it is no secret.
+        assert_eq!(
+            azure.shown("chat/completions"),
+            azure.join("chat/completions")
+        );
+        let u = BaseUrl::parse("HTTP://localhost:11434/v1///#frag").unwrap();
+        assert_eq!(
+            u.join("chat/completions"),
+            "http://localhost:11434/v1/chat/completions"
+        );
+        let u = BaseUrl::parse("http://[::1]:8080").unwrap();
+        assert_eq!(
+            u.join("chat/completions"),
+            "http://[::1]:8080/chat/completions"
+        );
+    }
+
+    #[test]
+    fn credentials_and_query_values_are_never_shown() {
+        let u = BaseUrl::parse(
+            "https://al%40ice:pa%3Ass-word@proxy.example/v1?api-version=1&api-key=k-123456&token=t-abcdef&bare",
+        )
+        .unwrap();
+        let shown = u.shown("chat/completions");
+        assert_eq!(
+            shown,
+            "https://[redacted]@proxy.example/v1/chat/completions?api-version=1&api-key=[redacted]&token=[redacted]&[redacted]"
+        );
+        for text in [shown, u.to_string(), format!("{u:?}")] {
+            for secret in [
+                "al%40ice", "alice", "pa%3Ass", "pa:ss", "k-123456", "t-abcdef", "bare",
+            ] {
+                assert!(!text.contains(secret), "{text}");
+            }
+        }
+        // The request URL carries the query but never the credentials: they become Basic auth.
+        assert_eq!(
+            u.join("chat/completions"),
+            "https://proxy.example/v1/chat/completions?api-version=1&api-key=k-123456&token=t-abcdef&bare"
+        );
+        assert_eq!(
+            u.basic_auth().as_deref(),
+            Some(format!("Basic {}", base64(b"al@ice:pa:ss-word")).as_str())
+        );
+        let debug = format!("{:?}", UrlArg("http://u:secret-pw@h/v1?key=abcdef".into()));
+        assert!(
+            !debug.contains("secret-pw") && !debug.contains("abcdef"),
+            "{debug}"
+        );
+        let debug = format!("{:?}", UrlArg("u:secret-pw@h/v1".into()));
+        assert!(!debug.contains("secret-pw"), "{debug}");
+    }
+
+    #[test]
+    fn bad_urls_are_refused_without_repeating_them() {
+        for bad in [
+            "myhost:11434/v1",
+            "u:secret-pw@myhost/v1",
+            "ftp://u:secret-pw@h/v1",
+            "http://u:secret-pw@/v1",
+            "http://u:secret-pw@h:port/v1",
+            "http://u:secret-pw@h/v 1",
+            "http://[::1/v1",
+        ] {
+            let e = BaseUrl::parse(bad).unwrap_err();
+            assert!(
+                !e.contains("secret-pw") && !e.contains("myhost"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_openai_over_https_is_openai() {
+        let is = |u: &str| BaseUrl::parse(u).unwrap().is_openai();
+        assert!(is("https://api.openai.com/v1"));
+        assert!(is("https://API.openai.com:443/v1"));
+        assert!(!is("http://api.openai.com/v1"));
+        assert!(!is("https://api.openai.com.evil.example/v1"));
+        assert!(!is("https://evil.example/api.openai.com/v1"));
+        assert!(!is("https://api.openai.com@evil.example/v1"));
+    }
+
+    #[test]
+    fn endpoint_debug_redacts_the_key() {
+        let e = endpoint(Some("sk-secret-123"));
+        let debug = format!("{e:?}");
+        assert!(!debug.contains("sk-secret"), "{debug}");
+        assert!(debug.contains("[redacted]"), "{debug}");
+    }
+
+    #[test]
+    fn base64_and_percent_decoding() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"martin:secret"), "bWFydGluOnNlY3JldA==");
+        assert_eq!(percent_decode("a%40b%2"), "a@b%2");
+        assert_eq!(percent_decode("%zz%41"), "%zzA");
+    }
+
+    #[test]
+    fn redirect_locations_are_redacted() {
+        assert_eq!(
+            redact_location("http://u:pw@other:1/v1?key=abc"),
+            "http://[redacted]@other:1/v1?key=[redacted]"
+        );
+        assert_eq!(redact_location("/v2?token=abc"), "/v2?token=[redacted]");
     }
 }

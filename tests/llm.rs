@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use ctx::llm::{ChatRequest, Endpoint, LlmError, chat};
+use ctx::llm::{BaseUrl, ChatRequest, Endpoint, LlmError, chat};
 use serde_json::{Value, json};
 
 /// What the server does with one connection.
@@ -65,6 +65,10 @@ impl Server {
 
     fn base(&self) -> String {
         format!("http://127.0.0.1:{}/v1/", self.port)
+    }
+
+    fn url(&self) -> BaseUrl {
+        BaseUrl::parse(&self.base()).unwrap()
     }
 
     fn seen(&self) -> Vec<Seen> {
@@ -167,7 +171,7 @@ fn ok(text: &str) -> Reply {
 
 fn endpoint(server: &Server, key: Option<&str>, retries: u32) -> Endpoint {
     Endpoint {
-        base_url: server.base(),
+        base_url: server.url(),
         api_key: key.map(str::to_string),
         timeout: Duration::from_millis(300),
         retries,
@@ -232,6 +236,10 @@ fn finish_reason_length_is_accepted() {
     let reply = chat(&endpoint(&server, None, 0), &request()).unwrap();
     assert_eq!(reply.text, "cut short");
     assert_eq!(reply.model, None);
+    assert!(reply.truncated, "finish_reason length is reported");
+    let server = Server::start(vec![ok("whole")]);
+    let reply = chat(&endpoint(&server, None, 0), &request()).unwrap();
+    assert!(!reply.truncated);
 }
 
 #[test]
@@ -357,7 +365,7 @@ fn connection_refused_is_an_error() {
         listener.local_addr().unwrap().port()
     };
     let endpoint = Endpoint {
-        base_url: format!("http://127.0.0.1:{port}/v1"),
+        base_url: BaseUrl::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap(),
         api_key: None,
         timeout: Duration::from_millis(300),
         retries: 1,
@@ -382,4 +390,98 @@ fn the_key_never_appears_in_errors() {
         server.seen()[0].header("authorization"),
         Some(format!("Bearer {key}").as_str())
     );
+}
+
+#[test]
+fn the_query_string_of_the_base_url_stays_at_the_end() {
+    let server = Server::start(vec![ok("azure")]);
+    let mut e = endpoint(&server, None, 0);
+    e.base_url = BaseUrl::parse(&format!(
+        "http://127.0.0.1:{}/openai/deployments/d?api-version=2024-06-01",
+        server.port
+    ))
+    .unwrap();
+    chat(&e, &request()).unwrap();
+    assert_eq!(
+        server.seen()[0].path,
+        "/openai/deployments/d/chat/completions?api-version=2024-06-01"
+    );
+}
+
+#[test]
+fn credentials_in_the_url_are_basic_auth_and_never_in_errors() {
+    let echo = || Reply::Send(500, vec![], r#"{"error":{"message":"got {auth}"}}"#.into());
+    let server = Server::start(vec![echo()]);
+    let mut e = endpoint(&server, None, 0);
+    e.base_url = BaseUrl::parse(&format!(
+        "http://alice:s3cret-pass@127.0.0.1:{}/v1?api-key=k-0123456789",
+        server.port
+    ))
+    .unwrap();
+    let err = chat(&e, &request()).unwrap_err();
+    let seen = server.seen();
+    // "alice:s3cret-pass" in base64.
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some("Basic YWxpY2U6czNjcmV0LXBhc3M=")
+    );
+    assert_eq!(seen[0].path, "/v1/chat/completions?api-key=k-0123456789");
+    assert!(err.message.contains("HTTP 500"), "{err}");
+    for secret in [
+        "alice",
+        "s3cret",
+        "YWxpY2U6czNjcmV0LXBhc3M=",
+        "k-0123456789",
+    ] {
+        assert!(!err.message.contains(secret), "{secret}: {err}");
+        assert!(!format!("{e:?}").contains(secret), "{secret}: {e:?}");
+    }
+    assert!(err.message.contains("[redacted]"), "{err}");
+}
+
+#[test]
+fn redirects_are_not_followed() {
+    let other = Server::start(vec![ok("stolen")]);
+    let target = format!(
+        "http://127.0.0.1:{}/v1/chat/completions?key=abcdef",
+        other.port
+    );
+    let target: &'static str = Box::leak(target.into_boxed_str());
+    let redirect = |status| Reply::Send(status, vec![("Location", target)], String::new());
+    for status in [301, 302, 303, 307, 308] {
+        let server = Server::start(vec![redirect(status), ok("never")]);
+        let err = chat(&endpoint(&server, Some("sk-redirected-key"), 2), &request()).unwrap_err();
+        assert!(err.message.contains(&format!("HTTP {status}")), "{err}");
+        assert!(err.message.contains("redirect"), "{err}");
+        assert!(!err.message.contains("abcdef"), "{err}");
+        assert_eq!(server.seen().len(), 1, "a redirect is not retried");
+    }
+    thread::sleep(Duration::from_millis(100));
+    assert!(
+        other.seen().is_empty(),
+        "the redirect target received nothing"
+    );
+}
+
+#[test]
+fn env_and_endpoint_debug_redact_keys_and_credentials() {
+    let env = ctx::cmd::Env {
+        ctx_api_key: Some("sk-ctx-secret-1".into()),
+        openai_api_key: Some("sk-openai-secret-2".into()),
+        ctx_base_url: Some("http://u:url-secret-3@h/v1".into()),
+        openai_base_url: Some("https://h/v1?key=url-secret-4".into()),
+        ..Default::default()
+    };
+    let debug = format!("{env:?}");
+    for secret in [
+        "sk-ctx-secret-1",
+        "sk-openai-secret-2",
+        "url-secret-3",
+        "url-secret-4",
+    ] {
+        assert!(!debug.contains(secret), "{debug}");
+    }
+    let server = Server::start(vec![]);
+    let debug = format!("{:?}", endpoint(&server, Some("sk-endpoint-secret"), 0));
+    assert!(!debug.contains("sk-endpoint-secret"), "{debug}");
 }

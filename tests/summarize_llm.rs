@@ -884,3 +884,364 @@ fn fit_summarize_stage_calls_the_endpoint() {
     let run = ctx(&args, &[], &input);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
 }
+
+/// The Authorization header the server saw on its only request.
+fn auth_seen(base: Option<&str>, env: &[(&str, &str)]) -> Option<String> {
+    let server = Server::start(vec![ok("S")]);
+    let url = server.base();
+    let mut env: Vec<(&str, &str)> = env.to_vec();
+    let mut args = vec![
+        "summarize",
+        "--engine",
+        "llm",
+        "--force",
+        "--keep-recent",
+        "3",
+    ];
+    match base {
+        Some("flag") => args.extend(["--base-url", &url]),
+        Some(var) => env.push((var, &url)),
+        None => {}
+    }
+    let run = ctx(&args, &env, &data("agent_openai.json"));
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert!(!run.stderr.contains(KEY), "{}", run.stderr);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    seen[0].header("authorization").map(str::to_string)
+}
+
+#[test]
+fn openai_api_key_goes_only_to_openai_base_url() {
+    let openai_key = [("OPENAI_API_KEY", KEY)];
+    let bearer = Some(format!("Bearer {KEY}"));
+    // A stray OpenAI key never goes to a server named by --base-url or CTX_BASE_URL.
+    assert_eq!(auth_seen(Some("flag"), &openai_key), None);
+    assert_eq!(auth_seen(Some("CTX_BASE_URL"), &openai_key), None);
+    // It goes where OPENAI_BASE_URL points, the server it was set for.
+    assert_eq!(auth_seen(Some("OPENAI_BASE_URL"), &openai_key), bearer);
+    // CTX_API_KEY goes to whatever ctx is configured for.
+    assert_eq!(auth_seen(Some("flag"), &[("CTX_API_KEY", KEY)]), bearer);
+    assert_eq!(
+        auth_seen(
+            Some("CTX_BASE_URL"),
+            &[("CTX_API_KEY", KEY), ("OPENAI_API_KEY", "other")]
+        ),
+        bearer
+    );
+    // And --base-url beats OPENAI_BASE_URL, so the key stays home.
+    let decoy = Server::start(vec![]);
+    let decoy_url = decoy.base();
+    assert_eq!(
+        auth_seen(
+            Some("flag"),
+            &[("OPENAI_API_KEY", KEY), ("OPENAI_BASE_URL", &decoy_url)]
+        ),
+        None
+    );
+    assert!(decoy.seen().is_empty());
+}
+
+#[test]
+fn a_refusal_for_want_of_a_withheld_key_says_why() {
+    let refuse = || Reply::Send(401, vec![], r#"{"error":{"message":"no key"}}"#.into());
+    let server = Server::start(vec![refuse()]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[("OPENAI_API_KEY", KEY)],
+        &data("agent_openai.json"),
+    );
+    assert_failed(&run);
+    assert!(run.stderr.contains("HTTP 401"), "{}", run.stderr);
+    assert!(run.stderr.contains("set CTX_API_KEY"), "{}", run.stderr);
+    assert!(!run.stderr.contains(KEY), "{}", run.stderr);
+}
+
+#[test]
+fn base_url_query_string_stays_a_query_string() {
+    let server = Server::start(vec![ok("azure summary")]);
+    let base = format!(
+        "http://127.0.0.1:{}/openai/deployments/d?api-version=2024-06-01",
+        server.port
+    );
+    let run = summarize(
+        &base,
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(
+        server.seen()[0].path,
+        "/openai/deployments/d/chat/completions?api-version=2024-06-01"
+    );
+}
+
+#[test]
+fn credentials_in_the_base_url_are_never_printed() {
+    const PASSWORD: &str = "url-password-4242";
+    const QUERY_KEY: &str = "query-key-8383";
+    let echo = || fail500(r#"{"error":{"message":"got {auth}"}}"#);
+    let server = Server::start(vec![echo(), echo()]);
+    let with_secrets = |port: u16| {
+        format!("http://alice:{PASSWORD}@127.0.0.1:{port}/v1?api-version=1&api-key={QUERY_KEY}")
+    };
+    let assert_clean = |run: &Run| {
+        for secret in [PASSWORD, QUERY_KEY, "alice", "YWxpY2U6"] {
+            assert!(!run.stderr.contains(secret), "{secret}: {}", run.stderr);
+            assert!(!run.stdout.contains(secret), "{secret}: {}", run.stdout);
+        }
+    };
+    // A failure reported in the error and, with --on-error, in the report.
+    let base = with_secrets(server.port);
+    let run = summarize(
+        &base,
+        &[
+            "--keep-recent",
+            "3",
+            "--on-error",
+            "truncate",
+            "--report",
+            "-",
+        ],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let rep = report(&run.stderr);
+    let error = rep["error"].as_str().unwrap();
+    assert!(error.contains("http://[redacted]@127.0.0.1"), "{error}");
+    assert!(error.contains("api-key=[redacted]"), "{error}");
+    assert_clean(&run);
+    // The credentials went as Basic auth and the query string as it was written.
+    let seen = server.seen();
+    assert!(
+        seen[0]
+            .header("authorization")
+            .unwrap()
+            .starts_with("Basic "),
+        "{seen:?}"
+    );
+    assert!(seen[0].path.ends_with(&format!("api-key={QUERY_KEY}")));
+    // Connection refused, exit 4.
+    let run = summarize(
+        &with_secrets(closed_port()),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_failed(&run);
+    assert_clean(&run);
+    // --dry-run.
+    let run = summarize(
+        &base,
+        &["--keep-recent", "3", "--dry-run"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_clean(&run);
+    // A URL ctx cannot use is a usage error that does not repeat it.
+    for bad in [
+        format!("alice:{PASSWORD}@127.0.0.1/v1"),
+        format!("ftp://alice:{PASSWORD}@127.0.0.1/v1"),
+        format!("http://alice:{PASSWORD}@127.0.0.1:port/v1?api-key={QUERY_KEY}"),
+    ] {
+        let run = summarize(&bad, &[], &[], &data("agent_openai.json"));
+        assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("ctx: --base-url: "),
+            "{}",
+            run.stderr
+        );
+        assert_clean(&run);
+        let run = ctx(
+            &["summarize", "--engine", "llm", "--force"],
+            &[("CTX_BASE_URL", &bad)],
+            &data("agent_openai.json"),
+        );
+        assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("ctx: CTX_BASE_URL: "),
+            "{}",
+            run.stderr
+        );
+        assert_clean(&run);
+    }
+    // Credentials in the URL and a key would both be the Authorization header.
+    let run = summarize(
+        &base,
+        &[],
+        &[("CTX_API_KEY", KEY)],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("use one"), "{}", run.stderr);
+    assert_clean(&run);
+    assert!(!run.stderr.contains(KEY));
+}
+
+#[test]
+fn redirects_to_another_server_are_not_followed() {
+    let other = Server::start(vec![ok("stolen"), ok("stolen")]);
+    let target = format!("http://127.0.0.1:{}/v1/chat/completions", other.port);
+    let target: &'static str = Box::leak(target.into_boxed_str());
+    let redirect = || Reply::Send(307, vec![("Location", target)], String::new());
+    let server = Server::start(vec![redirect(), redirect()]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[("CTX_API_KEY", KEY)],
+        &data("agent_openai.json"),
+    );
+    assert_failed(&run);
+    assert!(run.stderr.contains("HTTP 307"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("does not follow redirects"),
+        "{}",
+        run.stderr
+    );
+    thread::sleep(Duration::from_millis(100));
+    assert!(other.seen().is_empty(), "the other server received nothing");
+    assert_eq!(server.seen().len(), 1);
+}
+
+fn cut_short(text: &str) -> Reply {
+    let body = json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+    });
+    Reply::Send(200, vec![], body.to_string())
+}
+
+#[test]
+fn a_summary_cut_short_by_the_server_is_reported() {
+    let server = Server::start(vec![cut_short("The agent read src/parser.rs and")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--report", "-"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(
+        report(&run.stderr)["summary_truncated"],
+        true,
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("ctx: warning: the summarizer's reply was cut short"),
+        "{}",
+        run.stderr
+    );
+    // A whole reply says nothing of the kind.
+    let server = Server::start(vec![ok("The agent read src/parser.rs.")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--report", "-"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert!(report(&run.stderr).get("summary_truncated").is_none());
+    assert!(!run.stderr.contains("cut short"), "{}", run.stderr);
+    // fit's summarize stage records it too.
+    let server = Server::start(vec![cut_short("Spaces were rejected as")]);
+    let base = server.base();
+    let args = [
+        "fit",
+        "--budget",
+        "400",
+        "--summarize=llm",
+        "--base-url",
+        &base,
+        "--timeout",
+        "0.5",
+        "--retries",
+        "0",
+        "-c",
+        "--report",
+        "-",
+    ];
+    let run = ctx(&args, &[], &data("fit_agent.json"));
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let rep = report(&run.stderr);
+    let stage = rep["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == "summarize")
+        .unwrap();
+    assert_eq!(stage["summary_truncated"], true, "{rep}");
+    assert!(run.stderr.contains("cut short"), "{}", run.stderr);
+}
+
+#[test]
+fn timeouts_and_retries_out_of_range_are_usage_errors() {
+    let input = data("agent_openai.json");
+    for bad in [
+        "1e20", "1e300", "-1", "0", "-0", "NaN", "inf", "86401", "soon",
+    ] {
+        for command in [["summarize", "--engine=llm"], ["fit", "--summarize=llm"]] {
+            let run = ctx(&[command[0], command[1], "--timeout", bad], &[], &input);
+            assert_eq!(run.code, 2, "{command:?} --timeout {bad}: {}", run.stderr);
+            assert!(run.stderr.contains("--timeout"), "{}", run.stderr);
+            assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+        }
+    }
+    let run = ctx(
+        &["summarize", "--engine", "llm", "--timeout", "-inf"],
+        &[],
+        &input,
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    for bad in ["101", "4294967295", "99999999999999999999", "-1"] {
+        let run = ctx(&["summarize", "--retries", bad], &[], &input);
+        assert_eq!(run.code, 2, "--retries {bad}: {}", run.stderr);
+        assert!(run.stderr.contains("--retries"), "{}", run.stderr);
+    }
+    // The largest allowed values work.
+    let server = Server::start(vec![ok("S")]);
+    let base = server.base();
+    let run = ctx(
+        &[
+            "summarize",
+            "--engine",
+            "llm",
+            "--force",
+            "--base-url",
+            &base,
+            "--timeout",
+            "86400",
+            "--retries",
+            "100",
+        ],
+        &[],
+        &input,
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+}
+
+#[test]
+fn a_huge_max_summary_tokens_does_not_overflow_the_request() {
+    let server = Server::start(vec![ok("S")]);
+    let run = summarize(
+        &server.base(),
+        &[
+            "--keep-recent",
+            "3",
+            "--max-summary-tokens",
+            "18446744073709551615",
+        ],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert_ne!(run.code, 101, "{}", run.stderr);
+    for seen in server.seen() {
+        let max = seen.body["max_tokens"].as_u64().unwrap();
+        assert!(max > 1000, "max_tokens {max} wrapped around");
+    }
+}

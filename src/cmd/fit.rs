@@ -395,6 +395,9 @@ pub fn fit(
                 if let Some(m) = &r.model {
                     report["model"] = json!(m);
                 }
+                if r.summary_truncated {
+                    report["summary_truncated"] = json!(true);
+                }
                 st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
             }
             Stage::Truncate | Stage::Partial => {
@@ -615,6 +618,9 @@ impl<'a> Runner<'a> {
             },
         };
         let f = fit(p.doc, &counter, count, &opts, self.summarizer.as_ref())?;
+        if f.stages.iter().any(|s| s["summary_truncated"] == true) {
+            warnings.push(summarize::TRUNCATED_SUMMARY.to_string());
+        }
         let stopped_at = if f.triggered {
             f.stages
                 .last()

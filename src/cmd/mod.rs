@@ -47,8 +47,9 @@ pub struct OutputArgs {
     pub jobs: Option<usize>,
 }
 
-/// The environment a run reads, captured once at start so that processing stays pure.
-#[derive(Clone, Debug, Default)]
+/// The environment a run reads, captured once at start so that processing stays pure. `Debug`
+/// redacts the keys and the base URLs' credentials.
+#[derive(Clone, Default)]
 pub struct Env {
     /// `$CTX_MODEL`.
     pub model: Option<String>,
@@ -76,6 +77,21 @@ impl Env {
             openai_api_key: var("OPENAI_API_KEY"),
             summary_model: var("CTX_SUMMARY_MODEL"),
         }
+    }
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = |k: &Option<String>| k.as_ref().map(|_| "[redacted]");
+        let url = |u: &Option<String>| u.clone().map(crate::llm::UrlArg);
+        f.debug_struct("Env")
+            .field("model", &self.model)
+            .field("ctx_base_url", &url(&self.ctx_base_url))
+            .field("openai_base_url", &url(&self.openai_base_url))
+            .field("ctx_api_key", &key(&self.ctx_api_key))
+            .field("openai_api_key", &key(&self.openai_api_key))
+            .field("summary_model", &self.summary_model)
+            .finish()
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
 use super::{
@@ -21,7 +21,7 @@ use crate::conversation::{Conversation, PinOptions};
 use crate::counter::{Counter, DocumentCount, Notes};
 use crate::document::{Dialect, Document};
 use crate::input::Origin;
-use crate::llm::{ChatRequest, Endpoint};
+use crate::llm::{BaseUrl, ChatRequest, Endpoint, UrlArg};
 use crate::output::render;
 use crate::settings::{Budget, ModelArgs, read_tools_file};
 
@@ -41,9 +41,11 @@ pub const DEFAULT_PROMPT: &str = "You summarize the earlier part of a conversati
 /// trigger holds (--after-messages, --over-tokens) or with --force.
 ///
 /// The llm engine calls {base}/chat/completions of any OpenAI-compatible server: --base-url or
-/// $CTX_BASE_URL, else $OPENAI_BASE_URL, else https://api.openai.com/v1; key from $CTX_API_KEY,
-/// else $OPENAI_API_KEY. --engine auto uses llm only when ctx itself is configured for one
-/// (--base-url, $CTX_BASE_URL or $CTX_API_KEY), else the offline extractive engine.
+/// $CTX_BASE_URL, else $OPENAI_BASE_URL, else https://api.openai.com/v1. The key is $CTX_API_KEY,
+/// else $OPENAI_API_KEY, which goes only to https://api.openai.com or to $OPENAI_BASE_URL, never
+/// to a server named by --base-url, $CTX_BASE_URL or a profile. Redirects are not followed.
+/// --engine auto uses llm only when ctx itself is configured for one (--base-url, $CTX_BASE_URL
+/// or $CTX_API_KEY), else the offline extractive engine.
 ///
 /// Example:
 ///   ctx summarize --engine extractive --keep-recent 8 --force < agent.json
@@ -106,9 +108,10 @@ pub struct SummaryArgs {
     #[arg(long, value_name = "N", default_value_t = 6)]
     pub keep_recent: usize,
 
-    /// OpenAI-compatible base URL including the version path (http://localhost:11434/v1).
+    /// OpenAI-compatible base URL including the version path (http://localhost:11434/v1); a
+    /// query string stays at the end, user:password@ is sent as Basic auth, never printed.
     #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    pub base_url: Option<UrlArg>,
 
     /// Model that writes the summary (default: $CTX_SUMMARY_MODEL, else the conversation's).
     #[arg(long, value_name = "NAME")]
@@ -118,12 +121,18 @@ pub struct SummaryArgs {
     #[arg(long, value_name = "N", default_value_t = 500)]
     pub max_summary_tokens: usize,
 
-    /// Seconds before a summarizer request is abandoned.
-    #[arg(long, value_name = "SECONDS", default_value_t = 120.0)]
+    /// Seconds before a summarizer request is abandoned (more than 0, at most 86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: f64,
 
-    /// Retries after a 429, a 5xx, a timeout or a refused connection.
-    #[arg(long, value_name = "N", default_value_t = 2)]
+    /// Retries after a 429, a 5xx, a timeout or a refused connection (at most 100).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u32).range(..=MAX_RETRIES),
+        allow_negative_numbers = true
+    )]
     pub retries: u32,
 
     /// Text added to the default instructions.
@@ -146,6 +155,29 @@ pub struct SummaryArgs {
     /// the document unchanged (passthrough).
     #[arg(long, value_enum, default_value = "fail")]
     pub on_error: OnError,
+}
+
+/// The warning for a summary the server cut short.
+pub const TRUNCATED_SUMMARY: &str = "the summarizer's reply was cut short at --max-summary-tokens (finish_reason: length); the summary may be incomplete";
+
+/// The longest `--timeout`, in seconds: a day.
+const MAX_TIMEOUT: f64 = 86_400.0;
+
+/// The most `--retries`: with backoff capped at 30 s, about 50 minutes of trying.
+const MAX_RETRIES: i64 = 100;
+
+/// `--timeout`: a finite number of seconds in (0, [`MAX_TIMEOUT`]].
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    let t: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| "not a number of seconds".to_string())?;
+    if !(t > 0.0 && t <= MAX_TIMEOUT) {
+        return Err(format!(
+            "the timeout must be more than 0 and at most {MAX_TIMEOUT} seconds"
+        ));
+    }
+    Ok(t)
 }
 
 /// `--engine` choices.
@@ -195,11 +227,57 @@ pub struct Summarizer {
     engine: Engine,
     summary_text: Option<String>,
     endpoint: Option<Endpoint>,
+    /// `$OPENAI_API_KEY` is set but not sent, the URL being neither OpenAI's nor
+    /// `$OPENAI_BASE_URL`: said when the server refuses the request.
+    openai_key_withheld: bool,
     prompt: String,
     summary_model: Option<String>,
     max_summary_tokens: usize,
     summary_role: SummaryRole,
     on_error: OnError,
+}
+
+/// The llm engine's endpoint: the base URL from `--base-url`, `$CTX_BASE_URL`,
+/// `$OPENAI_BASE_URL` or OpenAI's, and the key that may go there: `$CTX_API_KEY` to whatever ctx
+/// is configured for; `$OPENAI_API_KEY` only to OpenAI's own API or to `$OPENAI_BASE_URL`, the
+/// servers it was set for. Also says whether an `$OPENAI_API_KEY` was held back.
+fn resolve_endpoint(args: &SummaryArgs, env: &Env, timeout: Duration) -> Result<(Endpoint, bool)> {
+    // The URL, where it came from, and whether OPENAI_API_KEY was set for it.
+    let (text, from, set_for_openai_key) = if let Some(u) = &args.base_url {
+        (u.0.as_str(), "--base-url", false)
+    } else if let Some(u) = &env.ctx_base_url {
+        (u.as_str(), "CTX_BASE_URL", false)
+    } else if let Some(u) = &env.openai_base_url {
+        (u.as_str(), "OPENAI_BASE_URL", true)
+    } else {
+        ("https://api.openai.com/v1", "the default base URL", true)
+    };
+    let base_url = BaseUrl::parse(text).map_err(|why| anyhow!("{from}: {why}"))?;
+    let openai_key_fits = set_for_openai_key || base_url.is_openai();
+    let api_key = match (&env.ctx_api_key, &env.openai_api_key) {
+        (Some(key), _) => Some(key.clone()),
+        (None, Some(key)) if openai_key_fits => Some(key.clone()),
+        _ => None,
+    };
+    let withheld = api_key.is_none() && env.openai_api_key.is_some();
+    if base_url.has_credentials() && api_key.is_some() {
+        let key = if env.ctx_api_key.is_some() {
+            "CTX_API_KEY"
+        } else {
+            "OPENAI_API_KEY"
+        };
+        bail!(
+            "{from} holds credentials (user:password@) and {key} is set: both would be the Authorization header; use one"
+        );
+    }
+    let endpoint = Endpoint {
+        base_url,
+        api_key,
+        timeout,
+        retries: args.retries,
+        max_backoff: Duration::from_secs(30),
+    };
+    Ok((endpoint, withheld))
 }
 
 impl Summarizer {
@@ -235,9 +313,12 @@ impl Summarizer {
         if args.max_summary_tokens == 0 {
             bail!("--max-summary-tokens must be at least 1");
         }
-        if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-            bail!("--timeout must be a positive number of seconds");
-        }
+        let timeout = Duration::try_from_secs_f64(args.timeout)
+            .ok()
+            .filter(|t| !t.is_zero() && args.timeout <= MAX_TIMEOUT)
+            .ok_or_else(|| {
+                anyhow!("--timeout must be more than 0 and at most {MAX_TIMEOUT} seconds")
+            })?;
         let configured =
             args.base_url.is_some() || env.ctx_base_url.is_some() || env.ctx_api_key.is_some();
         let resolved = match engine {
@@ -256,25 +337,19 @@ impl Summarizer {
                 ),
             });
         }
-        let endpoint = (resolved == Engine::Llm && summary_text.is_none()).then(|| Endpoint {
-            base_url: args
-                .base_url
-                .clone()
-                .or_else(|| env.ctx_base_url.clone())
-                .or_else(|| env.openai_base_url.clone())
-                .unwrap_or_else(|| "https://api.openai.com/v1".to_string()),
-            api_key: env
-                .ctx_api_key
-                .clone()
-                .or_else(|| env.openai_api_key.clone()),
-            timeout: Duration::from_secs_f64(args.timeout),
-            retries: args.retries,
-            max_backoff: Duration::from_secs(30),
-        });
+        let mut openai_key_withheld = false;
+        let endpoint = if resolved == Engine::Llm && summary_text.is_none() {
+            let (endpoint, withheld) = resolve_endpoint(args, env, timeout)?;
+            openai_key_withheld = withheld;
+            Some(endpoint)
+        } else {
+            None
+        };
         Ok(Summarizer {
             engine: resolved,
             summary_text,
             endpoint,
+            openai_key_withheld,
             prompt,
             summary_model: args
                 .summary_model
@@ -295,7 +370,8 @@ impl Summarizer {
         }
     }
 
-    /// The summary text of `selected`, extending `previous` when there is one.
+    /// The summary text of `selected`, extending `previous` when there is one, and whether the
+    /// server cut it short (`finish_reason: "length"`).
     fn text(
         &self,
         selected: &[Value],
@@ -303,9 +379,9 @@ impl Summarizer {
         previous: Option<&str>,
         model: &str,
         counter: &Counter,
-    ) -> Result<String> {
+    ) -> Result<(String, bool)> {
         match (&self.summary_text, self.engine) {
-            (Some(t), _) => Ok(t.clone()),
+            (Some(t), _) => Ok((t.clone(), false)),
             (None, Engine::Llm) => self.llm_summary(selected, dialect, previous, model, counter),
             (None, _) => crate::extractive::summarize(
                 selected,
@@ -313,12 +389,13 @@ impl Summarizer {
                 counter.settings.encoding,
                 self.max_summary_tokens,
                 previous,
-            ),
+            )
+            .map(|t| (t, false)),
         }
     }
 
     /// The LLM engine: a transcript of the range, chunked when it exceeds the summarizer's
-    /// window, then combined.
+    /// window, then combined; and whether any reply was cut short by the server.
     fn llm_summary(
         &self,
         selected: &[Value],
@@ -326,11 +403,15 @@ impl Summarizer {
         previous: Option<&str>,
         model: &str,
         counter: &Counter,
-    ) -> Result<String> {
+    ) -> Result<(String, bool)> {
         let endpoint = self.endpoint.as_ref().expect("llm engine has an endpoint");
         let window = crate::models::lookup(model).map_or(128_000, |m| m.context_window) as usize;
         let room = window
-            .saturating_sub(self.max_summary_tokens + counter.text(&self.prompt)? + 200)
+            .saturating_sub(
+                self.max_summary_tokens
+                    .saturating_add(counter.text(&self.prompt)?)
+                    .saturating_add(200),
+            )
             .max(1000);
         let lines: Vec<String> = selected
             .iter()
@@ -353,6 +434,7 @@ impl Summarizer {
             chunks.push(current);
         }
         let progress = chunks.len() > 1 && std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let cut_short = std::cell::Cell::new(false);
         let call = |user: String| -> std::result::Result<String, crate::llm::LlmError> {
             let req = ChatRequest {
                 model: model.to_string(),
@@ -360,9 +442,13 @@ impl Summarizer {
                     json!({"role": "system", "content": self.prompt}),
                     json!({"role": "user", "content": user}),
                 ],
-                max_tokens: self.max_summary_tokens as u32,
+                max_tokens: u32::try_from(self.max_summary_tokens).unwrap_or(u32::MAX),
             };
-            crate::llm::chat(endpoint, &req).map(|r| r.text)
+            let reply = crate::llm::chat(endpoint, &req).map_err(|e| self.explain(e))?;
+            if reply.truncated {
+                cut_short.set(true);
+            }
+            Ok(reply.text)
         };
         let mut parts = Vec::new();
         let n_chunks = chunks.len();
@@ -398,7 +484,7 @@ impl Summarizer {
             }
         }
         if parts.len() == 1 {
-            return Ok(parts.remove(0));
+            return Ok((parts.remove(0), cut_short.get()));
         }
         let mut combined =
             String::from("Combine these partial summaries, in order, into one summary.\n\n");
@@ -408,7 +494,19 @@ impl Summarizer {
         for (k, part) in parts.iter().enumerate() {
             combined.push_str(&format!("Part {}:\n{part}\n\n", k + 1));
         }
-        call(combined).map_err(|e| anyhow::anyhow!("{e}"))
+        let text = call(combined).map_err(|e| anyhow!("{e}"))?;
+        Ok((text, cut_short.get()))
+    }
+
+    /// A failed call's error, with the reason when the server refused it for want of a key that
+    /// was held back.
+    fn explain(&self, mut e: crate::llm::LlmError) -> crate::llm::LlmError {
+        if self.openai_key_withheld && matches!(e.status, Some(401 | 403)) {
+            e.message.push_str(
+                " (OPENAI_API_KEY is sent only to api.openai.com and OPENAI_BASE_URL; set CTX_API_KEY for this server)",
+            );
+        }
+        e
     }
 }
 
@@ -488,6 +586,8 @@ pub struct Summarization {
     pub error: Option<String>,
     /// The model asked, for the llm engine.
     pub model: Option<String>,
+    /// The server cut the summary short (`finish_reason: "length"`).
+    pub summary_truncated: bool,
     pub latency_ms: u64,
     /// Originals of the summarized (or, on fallback, dropped) messages.
     pub dropped: Vec<Dropped>,
@@ -520,7 +620,16 @@ impl Summarization {
         if let Some(m) = &self.model {
             r["model"] = json!(m);
         }
+        if self.summary_truncated {
+            r["summary_truncated"] = json!(true);
+        }
         r
+    }
+
+    /// The warning for a summary the server cut short, if it was.
+    pub fn truncation_warning(&self) -> Option<String> {
+        self.summary_truncated
+            .then(|| TRUNCATED_SUMMARY.to_string())
     }
 }
 
@@ -546,6 +655,7 @@ pub fn summarize(
         fallback: None,
         error: None,
         model: None,
+        summary_truncated: false,
         latency_ms: 0,
         dropped: Vec::new(),
     };
@@ -578,7 +688,10 @@ pub fn summarize(
         &summary_model,
         counter,
     ) {
-        Ok(t) => t,
+        Ok((t, cut_short)) => {
+            out.summary_truncated = cut_short;
+            t
+        }
         Err(e) => match s.on_error {
             OnError::Fail => {
                 return Err(SummarizerFailed {
@@ -748,6 +861,7 @@ impl<'a> Runner<'a> {
             });
         }
         let s = summarize(p.doc, &counter, &count, &opts, &self.summarizer)?;
+        warnings.extend(s.truncation_warning());
         let report = s.report(self.summarizer.engine_name());
         Ok(Outcome {
             stdout: render(&s.doc.into_value(), args.output.compact),
