@@ -36,7 +36,8 @@ struct Cli {
     profile: Option<String>,
 
     /// The profile file (default: ./ctx.toml, else $XDG_CONFIG_HOME/ctx/ctx.toml or
-    /// ~/.config/ctx/ctx.toml).
+    /// ~/.config/ctx/ctx.toml). A ./ctx.toml not named here may not set servers, files or the
+    /// llm engine.
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
 }

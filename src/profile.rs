@@ -6,6 +6,12 @@
 //! profile). Values are checked with the flag's own parser, so a bad value is reported with the
 //! file and key rather than as a puzzling usage error. This module reads files and the
 //! environment; it never writes anything.
+//!
+//! A `ctx.toml` found in the current directory may have come with a cloned repository, so it is
+//! trusted with thresholds only: a key that could send conversations or keys to a server
+//! (`base_url`, `engine`/`summarize` = `"llm"`), read local files into a request (`prompt_file`,
+//! `summary_file`, `tools`) or write files (`report`, `dropped`) is an error there. Those keys are
+//! honoured from the user's config directory or a file named with `--config`.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -19,6 +25,32 @@ pub const FILE_NAME: &str = "ctx.toml";
 
 /// Keys that select the profile itself, or are not flags, and so cannot be set in one.
 const NOT_SETTABLE: &[&str] = &["profile", "config", "help", "version"];
+
+/// Flags an implicit `./ctx.toml` may not set: they name a server, or a file to read into a
+/// request or to write. Any flag taking a file or a URL is treated the same (see [`trusted_only`]).
+const TRUSTED_ONLY: &[&str] = &[
+    "base-url",
+    "prompt-file",
+    "summary-file",
+    "tools",
+    "report",
+    "dropped",
+];
+
+/// Flags an implicit `./ctx.toml` may not set to `llm`: with `OPENAI_BASE_URL` and
+/// `OPENAI_API_KEY` in the environment, that alone would send conversations to a server.
+const NO_LLM: &[&str] = &["engine", "summarize"];
+
+/// Where the profile file was found: only a file in the current directory is untrusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    /// Named with `--config`.
+    Named,
+    /// In the user's config directory.
+    UserConfig,
+    /// `./ctx.toml`, found without being asked for.
+    CurrentDirectory,
+}
 
 /// Where a profile may come from, as the process sees it.
 #[derive(Clone, Debug, Default)]
@@ -75,7 +107,7 @@ pub fn apply(args: Vec<OsString>, cli: &Command, lookup: &Lookup) -> Result<Vec<
         .ok()
         .flatten()
         .cloned();
-    let path = locate(config.as_deref(), lookup)?;
+    let (path, found) = locate(config.as_deref(), lookup)?;
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("{}: cannot read", path.display()))?;
     let table = profile_table(&text, &path, &name)?;
@@ -89,6 +121,17 @@ pub fn apply(args: Vec<OsString>, cli: &Command, lookup: &Lookup) -> Result<Vec<
         let long = key.replace('_', "-");
         if NOT_SETTABLE.contains(&long.as_str()) {
             bail!("{}: cannot be set in a profile", at(key));
+        }
+        if found == Found::CurrentDirectory && trusted_only(cli, &long, value) {
+            let home = lookup.config_dir.as_ref().map_or_else(
+                || format!("~/.config/ctx/{FILE_NAME}"),
+                |d| d.join(FILE_NAME).display().to_string(),
+            );
+            bail!(
+                "{}: not honoured from a {FILE_NAME} found in the current directory (it could send conversations or keys to a server, or read or write files); to use it, move the profile to {home} or pass --config {}",
+                at(key),
+                path.display()
+            );
         }
         let Some(arg) = sub.get_arguments().find(|a| a.get_long() == Some(&long)) else {
             let known_elsewhere = cli.get_subcommands().any(|c| {
@@ -162,30 +205,66 @@ pub fn apply(args: Vec<OsString>, cli: &Command, lookup: &Lookup) -> Result<Vec<
     Ok(out)
 }
 
-/// The profile file: `--config`, else `./ctx.toml`, else the user's config directory.
-fn locate(config: Option<&Path>, lookup: &Lookup) -> Result<PathBuf> {
+/// Whether the key `long` (a flag's name) with `value` is one only a trusted file may set: a
+/// flag of [`TRUSTED_ONLY`], any flag of any command that takes a file or a URL, or `llm` for a
+/// flag of [`NO_LLM`].
+fn trusted_only(cli: &Command, long: &str, value: &toml::Value) -> bool {
+    if TRUSTED_ONLY.contains(&long) {
+        return true;
+    }
+    if NO_LLM.contains(&long) {
+        return scalar(value).is_some_and(|v| v.eq_ignore_ascii_case("llm"));
+    }
+    let path_like = |arg: &clap::Arg| {
+        let parser = arg.get_value_parser().type_id();
+        parser == std::any::TypeId::of::<PathBuf>()
+            || parser == std::any::TypeId::of::<crate::llm::UrlArg>()
+            || arg.get_value_names().into_iter().flatten().any(|n| {
+                let n = n.as_str().to_ascii_uppercase();
+                ["FILE", "URL", "PATH", "DIR"].iter().any(|w| n.contains(w))
+            })
+    };
+    cli.get_subcommands()
+        .chain(std::iter::once(cli))
+        .flat_map(Command::get_arguments)
+        .any(|a| a.get_long() == Some(long) && path_like(a))
+}
+
+/// The profile file: `--config`, else `./ctx.toml`, else the user's config directory; and where
+/// it was found. The current directory's file counts as the user's when it is the same file.
+fn locate(config: Option<&Path>, lookup: &Lookup) -> Result<(PathBuf, Found)> {
     if let Some(p) = config {
         if !p.is_file() {
             bail!("--config {}: no such file", p.display());
         }
-        return Ok(p.to_path_buf());
+        return Ok((p.to_path_buf(), Found::Named));
     }
-    let candidates: Vec<PathBuf> = [&lookup.cwd, &lookup.config_dir]
+    let in_cwd = lookup.cwd.as_ref().map(|d| d.join(FILE_NAME));
+    let in_config = lookup.config_dir.as_ref().map(|d| d.join(FILE_NAME));
+    let same_file = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if let Some(p) = in_cwd.as_ref().filter(|p| p.is_file()) {
+        let found = if in_config.as_deref().is_some_and(|c| same_file(p, c)) {
+            Found::UserConfig
+        } else {
+            Found::CurrentDirectory
+        };
+        return Ok((p.clone(), found));
+    }
+    if let Some(p) = in_config.as_ref().filter(|p| p.is_file()) {
+        return Ok((p.clone(), Found::UserConfig));
+    }
+    let looked: Vec<String> = [in_cwd, in_config]
         .into_iter()
         .flatten()
-        .map(|d| d.join(FILE_NAME))
+        .map(|p| p.display().to_string())
         .collect();
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .ok_or_else(|| {
-            let looked: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
-            anyhow!(
-                "a profile was asked for but there is no {FILE_NAME} (looked in {}; use --config FILE)",
-                looked.join(", ")
-            )
-        })
+    bail!(
+        "a profile was asked for but there is no {FILE_NAME} (looked in {}; use --config FILE)",
+        looked.join(", ")
+    )
 }
 
 /// Parses the file and returns `[profile.NAME]`.

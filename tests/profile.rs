@@ -189,3 +189,154 @@ fn bad_profiles_are_errors_naming_the_file_and_key() {
     assert_eq!(code, 2);
     assert!(err.contains("no ctx.toml"), "{err}");
 }
+
+/// A port where a listener waits, and whether anyone connected to it.
+fn listener() -> (std::net::TcpListener, String) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let url = format!("http://127.0.0.1:{}/v1", l.local_addr().unwrap().port());
+    (l, url)
+}
+
+fn contacted(l: &std::net::TcpListener) -> bool {
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    l.accept().is_ok()
+}
+
+#[test]
+fn an_implicit_ctx_toml_cannot_send_read_or_write() {
+    let home = scratch("home5");
+    let cwd = scratch("cwd5");
+    let (server, url) = listener();
+    let secret = cwd.join("secret.txt");
+    std::fs::write(&secret, "not for a server").unwrap();
+    let secret = secret.display().to_string().replace('\\', "/");
+    let cases: Vec<(String, &str, &str)> = vec![
+        (format!("base_url = \"{url}\""), "base_url", "summarize"),
+        (format!("base-url = \"{url}\""), "base-url", "count"),
+        (
+            format!("prompt_file = \"{secret}\""),
+            "prompt_file",
+            "summarize",
+        ),
+        (
+            format!("summary_file = \"{secret}\""),
+            "summary_file",
+            "fit",
+        ),
+        (format!("tools = \"{secret}\""), "tools", "count"),
+        ("report = \"written.json\"".into(), "report", "truncate"),
+        ("dropped = \"written.json\"".into(), "dropped", "prune"),
+        ("engine = \"llm\"".into(), "engine", "summarize"),
+        ("summarize = \"llm\"".into(), "summarize", "fit"),
+    ];
+    // OPENAI_BASE_URL and OPENAI_API_KEY in the environment: `engine = "llm"` alone would send
+    // the conversation and the key there.
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-profile-test"),
+        ("CTX_API_KEY", ""),
+        ("CTX_BASE_URL", ""),
+    ];
+    for (line, key, command) in &cases {
+        std::fs::write(cwd.join("ctx.toml"), format!("[profile.p]\n{line}\n")).unwrap();
+        let mut args = vec![*command, "--profile", "p"];
+        if *command == "summarize" {
+            args.push("--force");
+        }
+        let (code, out, err) = ctx(&cwd, &home, &env, &args);
+        assert_eq!(code, 2, "{line}: {err}");
+        assert!(out.is_empty(), "{line}: {out}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(
+            err.contains(&format!("ctx.toml: [profile.p] {key}: not honoured")),
+            "{err}"
+        );
+        assert!(err.contains("current directory"), "{err}");
+        let home_file = home.join("ctx").join("ctx.toml").display().to_string();
+        assert!(err.contains(&home_file), "says where to move it: {err}");
+        assert!(err.contains("--config"), "says how to opt in: {err}");
+        assert!(
+            !cwd.join("written.json").exists(),
+            "{line}: a file was written"
+        );
+        assert!(!contacted(&server), "{line}: the server was contacted");
+    }
+    // Thresholds, and engines that do not call a server, are fine.
+    std::fs::write(
+        cwd.join("ctx.toml"),
+        "[profile.p]\nengine = \"extractive\"\nsummarize = \"extractive\"\nkeep_recent = 2\ntimeout = 5\n",
+    )
+    .unwrap();
+    let (code, _, err) = ctx(
+        &cwd,
+        &home,
+        &env,
+        &["summarize", "--profile", "p", "--force", "-q"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!contacted(&server));
+}
+
+#[test]
+fn trusted_profile_files_may_name_servers_and_files() {
+    let home = scratch("home6");
+    let cwd = scratch("cwd6");
+    let text = "[profile.p]\nreport = \"written.json\"\nbudget = 2000\n";
+    std::fs::write(cwd.join("ctx.toml"), text).unwrap();
+    // Named with --config, the same file is honoured.
+    let (code, _, err) = ctx(
+        &cwd,
+        &home,
+        &[],
+        &["truncate", "--profile", "p", "--config", "./ctx.toml"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(cwd.join("written.json").exists());
+    std::fs::remove_file(cwd.join("written.json")).unwrap();
+    // From the user's config directory too.
+    std::fs::remove_file(cwd.join("ctx.toml")).unwrap();
+    std::fs::create_dir_all(home.join("ctx")).unwrap();
+    std::fs::write(home.join("ctx/ctx.toml"), text).unwrap();
+    let (code, _, err) = ctx(&cwd, &home, &[], &["truncate", "--profile", "p"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(cwd.join("written.json").exists());
+    // And when the current directory is the user's config directory, its file is that file.
+    let (code, _, err) = ctx(
+        &home.join("ctx"),
+        &home,
+        &[],
+        &["truncate", "--profile", "p"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(home.join("ctx/written.json").exists());
+}
+
+#[test]
+fn profile_timeouts_out_of_range_are_errors_not_panics() {
+    let home = scratch("home7");
+    let cwd = scratch("cwd7");
+    for value in ["1e20", "-1", "0", "nan", "inf", "\"1e20\"", "100000"] {
+        std::fs::write(
+            cwd.join("ctx.toml"),
+            format!("[profile.p]\ntimeout = {value}\n"),
+        )
+        .unwrap();
+        let (code, _, err) = ctx(
+            &cwd,
+            &home,
+            &[],
+            &["summarize", "--profile", "p", "--engine", "extractive"],
+        );
+        assert_eq!(code, 2, "timeout = {value}: {err}");
+        assert!(
+            err.contains("[profile.p] timeout: invalid value"),
+            "timeout = {value}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    std::fs::write(cwd.join("ctx.toml"), "[profile.p]\nretries = 4294967296\n").unwrap();
+    let (code, _, err) = ctx(&cwd, &home, &[], &["summarize", "--profile", "p"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("[profile.p] retries: invalid value"), "{err}");
+}
