@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use crate::document::Dialect;
 use crate::image::OpenAiImageScheme;
 use crate::models::{self, ImageRule, Model};
 use crate::tokenizer::Encoding;
@@ -18,7 +19,8 @@ use crate::tokenizer::Encoding;
 /// Model flags shared by every command that counts.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ModelArgs {
-    /// Model to count for (beats the body's `model` and $CTX_MODEL; default gpt-4o).
+    /// Model to count for (beats the body's `model` and $CTX_MODEL; default gpt-4o for OpenAI
+    /// documents, claude-sonnet-4 for Anthropic ones).
     #[arg(short = 'm', long, value_name = "NAME")]
     pub model: Option<String>,
 
@@ -142,12 +144,15 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Resolves the settings for a document whose body names `body_model`; `env_model` is
-    /// `$CTX_MODEL`. Warnings (unknown model) are pushed to `warnings`.
+    /// Resolves the settings for a document in `dialect` whose body names `body_model`;
+    /// `env_model` is `$CTX_MODEL`. Without a model from any of them, the dialect's default
+    /// (gpt-4o, or the current Claude Sonnet for Anthropic documents). Warnings (unknown model)
+    /// are pushed to `warnings`.
     pub fn resolve(
         args: &ModelArgs,
         body_model: Option<&str>,
         env_model: Option<&str>,
+        dialect: Dialect,
         extra_tools: Option<Arc<Value>>,
         warnings: &mut Vec<String>,
     ) -> Settings {
@@ -156,7 +161,10 @@ impl Settings {
             .as_deref()
             .or(body_model)
             .or(env_model.filter(|s| !s.is_empty()))
-            .unwrap_or(models::default_model())
+            .unwrap_or(match dialect {
+                Dialect::Openai => models::default_model(),
+                Dialect::Anthropic => models::default_anthropic_model(),
+            })
             .to_string();
         let model = models::lookup(&model_name);
         if model.is_none() {
@@ -204,10 +212,10 @@ impl Settings {
         }
     }
 
-    /// Whether the model names a Claude model (used to detect the Anthropic dialect).
-    pub fn is_claude(name: Option<&str>) -> bool {
-        name.and_then(models::lookup)
-            .is_some_and(|m| m.provider == "anthropic")
+    /// Whether the model is one of Anthropic's: its counts follow Anthropic's estimates (tool
+    /// definitions with the tool-use system prompt) whatever the document's dialect.
+    pub fn is_anthropic_model(&self) -> bool {
+        self.model.is_some_and(|m| m.provider == "anthropic")
     }
 
     /// Whether a model accepts `input_audio` parts (unknown models are given the benefit).
@@ -264,7 +272,7 @@ mod tests {
         env: Option<&str>,
     ) -> (Settings, Vec<String>) {
         let mut w = Vec::new();
-        let s = Settings::resolve(args, body, env, None, &mut w);
+        let s = Settings::resolve(args, body, env, Dialect::Openai, None, &mut w);
         (s, w)
     }
 
@@ -291,20 +299,25 @@ mod tests {
         assert_eq!(settings(&none, None, None).0.model_name, "gpt-4o");
     }
 
+    /// SPEC §3: an Anthropic document that names no model is counted and windowed as the
+    /// current Claude Sonnet, not as gpt-4o.
     #[test]
-    fn unknown_model_warns_and_has_no_window() {
-        let (s, w) = settings(&ModelArgs::default(), Some("my-model"), None);
-        assert_eq!(w.len(), 1);
-        assert!(s.window().is_err());
-        assert!(s.budget_tokens(Budget::Percent(50.0)).is_err());
-        assert_eq!(s.budget_tokens(Budget::Tokens(10)).unwrap(), 10);
-        assert!(!s.exact);
-        let args = ModelArgs {
-            context_window: Some(1000),
-            ..Default::default()
-        };
-        let (s, _) = settings(&args, Some("my-model"), None);
-        assert_eq!(s.budget_tokens(Budget::Percent(50.0)).unwrap(), 500);
+    fn anthropic_documents_default_to_claude() {
+        let none = ModelArgs::default();
+        let s = Settings::resolve(&none, None, None, Dialect::Anthropic, None, &mut Vec::new());
+        assert_eq!(s.model_name, "claude-sonnet-4");
+        assert!(s.is_anthropic_model());
+        assert_eq!(s.context_window, Some(200_000));
+        // Anything that names a model still wins.
+        let s = Settings::resolve(
+            &none,
+            None,
+            Some("o3"),
+            Dialect::Anthropic,
+            None,
+            &mut Vec::new(),
+        );
+        assert_eq!(s.model_name, "o3");
     }
 
     #[test]

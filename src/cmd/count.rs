@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::{Map, Value, json};
 
-use super::{Env, InputArgs, Outcome, OutputArgs, prepare};
+use super::{Env, InputArgs, Outcome, OutputArgs, prepare_to_count};
 use crate::conversation::Conversation;
 use crate::counter::Counter;
 use crate::input::Origin;
@@ -82,7 +82,7 @@ impl<'a> Runner<'a> {
 
     /// Counts one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let p = prepare(
+        let p = prepare_to_count(
             value,
             &self.args.input,
             &self.args.model,

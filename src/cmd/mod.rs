@@ -101,23 +101,25 @@ pub struct Prepared {
     pub warnings: Vec<String>,
 }
 
-/// Recognises a document and resolves its model settings.
-pub fn prepare(
+/// Recognises a document and resolves its model settings, for `count`. A message without a
+/// `role` is an input error; a document that mixes the two dialects gets a warning (it is
+/// counted whole).
+pub fn prepare_to_count(
     value: Value,
     input: &InputArgs,
     model: &ModelArgs,
     env: &Env,
     extra_tools: Option<Arc<Value>>,
 ) -> Result<Prepared> {
-    let flag_or_env = model.model.as_deref().or(env.model.as_deref());
-    let doc = Document::parse(value, input.format, |body_model| {
-        Settings::is_claude(model.model.as_deref().or(body_model).or(flag_or_env))
-    })?;
+    let doc = Document::parse(value, input.format)?;
+    doc.require_roles()?;
     let mut warnings = Vec::new();
+    warnings.extend(doc.mixed_dialects());
     let settings = Settings::resolve(
         model,
         doc.body_model(),
         env.model.as_deref(),
+        doc.dialect,
         extra_tools,
         &mut warnings,
     );
@@ -126,6 +128,21 @@ pub fn prepare(
         settings,
         warnings,
     })
+}
+
+/// [`prepare_to_count`] for the commands that remove or rewrite messages: also refuses a
+/// document whose tool calls or results are written in the other dialect than the one it is
+/// read as, since they could not be paired safely.
+pub fn prepare(
+    value: Value,
+    input: &InputArgs,
+    model: &ModelArgs,
+    env: &Env,
+    extra_tools: Option<Arc<Value>>,
+) -> Result<Prepared> {
+    let p = prepare_to_count(value, input, model, env, extra_tools)?;
+    p.doc.require_one_tool_format()?;
+    Ok(p)
 }
 
 /// The exit code for a failed document (SPEC §5): 3 when it cannot fit its budget, else 2
