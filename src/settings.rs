@@ -29,8 +29,9 @@ pub struct ModelArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_encoding)]
     pub encoding: Option<Encoding>,
 
-    /// Context window in tokens, overriding the model table (needed for unknown models).
-    #[arg(long, value_name = "N")]
+    /// Context window in tokens, overriding the model table (needed for unknown models; at
+    /// least 1). Commands that write requests never aim above the window minus the reserve.
+    #[arg(long, value_name = "N", value_parser = parse_window)]
     pub context_window: Option<u64>,
 
     /// Tool definitions (a JSON array, or an object with `tools`/`functions`) counted with a
@@ -45,6 +46,14 @@ pub struct ModelArgs {
 
 fn parse_encoding(s: &str) -> Result<Encoding, String> {
     Encoding::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_window(s: &str) -> Result<u64, String> {
+    match s.trim().replace('_', "").parse::<u64>() {
+        Ok(0) => Err("a context window of 0 tokens holds nothing; give the model's window".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a token count")),
+    }
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
@@ -94,6 +103,31 @@ impl FromStr for Budget {
                 .map_err(|_| format!("'{s}' is not a token count or a percentage like 80%"))
         }
     }
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Budget::Tokens(n) => write!(f, "{n}"),
+            Budget::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+/// Tokens kept for the reply when neither `--reserve` nor the body's output limit gives one.
+pub const DEFAULT_RESERVE: u64 = 4096;
+
+/// The most input tokens a request may hold: the window minus the reserve for the reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputLimit {
+    /// window − reserve.
+    pub tokens: u64,
+    /// The context window.
+    pub window: u64,
+    /// Tokens kept free for the reply.
+    pub reserve: u64,
+    /// Where the reserve comes from, for messages.
+    pub source: &'static str,
 }
 
 /// The tools file given with `--tools`, read once per run.
@@ -253,12 +287,67 @@ impl Settings {
         reserve: Option<u64>,
         body_max_tokens: Option<u64>,
     ) -> Result<u64> {
-        let reserve = reserve.or(body_max_tokens).unwrap_or(4096);
-        let w = self.window()?;
-        if reserve >= w {
-            bail!("the reserve ({reserve} tokens) leaves nothing of the {w}-token window");
+        match self.input_limit(reserve, body_max_tokens)? {
+            Some(limit) => Ok(limit.tokens),
+            // No window: the error that says how to give one.
+            None => self.window(),
         }
-        Ok(w - reserve)
+    }
+
+    /// The most input a request may hold: the window minus the reserve (`--reserve`, else the
+    /// body's output limit, else 4096). `None` when the window is unknown; an error when the
+    /// reserve leaves nothing.
+    pub fn input_limit(
+        &self,
+        reserve: Option<u64>,
+        body_max_tokens: Option<u64>,
+    ) -> Result<Option<InputLimit>> {
+        let Some(window) = self.context_window else {
+            return Ok(None);
+        };
+        let (reserve, source) = match (reserve, body_max_tokens) {
+            (Some(r), _) => (r, "--reserve"),
+            (None, Some(m)) => (m, "the body's max_tokens"),
+            (None, None) => (DEFAULT_RESERVE, "default; --reserve sets it"),
+        };
+        if reserve >= window {
+            bail!(
+                "the reserve ({reserve} tokens, {source}) leaves nothing of the {window}-token window"
+            );
+        }
+        Ok(Some(InputLimit {
+            tokens: window - reserve,
+            window,
+            reserve,
+            source,
+        }))
+    }
+
+    /// Resolves a budget or trigger of a command that writes requests, lowered to the input
+    /// limit with a warning when it is above it (the provider would reject such a request).
+    /// `flag` names the flag in the warning.
+    pub fn request_tokens(
+        &self,
+        flag: &str,
+        b: Budget,
+        limit: Option<&InputLimit>,
+        warnings: &mut Vec<String>,
+    ) -> Result<u64> {
+        let tokens = self.budget_tokens(b)?;
+        match limit {
+            Some(l) if tokens > l.tokens => {
+                let given = match b {
+                    Budget::Tokens(_) => format!("{flag} {tokens}"),
+                    Budget::Percent(_) => format!("{flag} {b} ({tokens} tokens)"),
+                };
+                warnings.push(format!(
+                    "{given} is over what the {}-token window of {} holds with {} tokens kept for the reply ({}): lowered to {}, since the provider would reject a larger request",
+                    l.window, self.model_name, l.reserve, l.source, l.tokens
+                ));
+                Ok(l.tokens)
+            }
+            _ => Ok(tokens),
+        }
     }
 }
 
@@ -318,6 +407,63 @@ mod tests {
             &mut Vec::new(),
         );
         assert_eq!(s.model_name, "o3");
+    }
+
+    #[test]
+    fn budgets_over_the_window_minus_the_reserve_are_lowered() {
+        let (s, _) = settings(&ModelArgs::default(), Some("gpt-4o"), None);
+        let limit = s.input_limit(None, Some(16384)).unwrap().unwrap();
+        assert_eq!(limit.tokens, 128_000 - 16384);
+        let mut w = Vec::new();
+        let t = s
+            .request_tokens("--trigger", Budget::Percent(95.0), Some(&limit), &mut w)
+            .unwrap();
+        assert_eq!(t, 128_000 - 16384);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("--trigger 95% (121600 tokens) is over"),
+            "{}",
+            w[0]
+        );
+        let t = s
+            .request_tokens("--budget", Budget::Percent(70.0), Some(&limit), &mut w)
+            .unwrap();
+        assert_eq!((t, w.len()), (89600, 1));
+        // --reserve beats the body; a reserve that leaves nothing is an error.
+        assert_eq!(
+            s.input_limit(Some(1000), Some(16384))
+                .unwrap()
+                .unwrap()
+                .tokens,
+            127_000
+        );
+        assert!(s.input_limit(Some(128_000), None).is_err());
+        // No window, nothing to lower to.
+        let (u, _) = settings(&ModelArgs::default(), Some("my-model"), None);
+        assert_eq!(u.input_limit(None, None).unwrap(), None);
+    }
+
+    #[test]
+    fn a_context_window_of_zero_is_refused() {
+        assert!(parse_window("0").is_err());
+        assert_eq!(parse_window("8_192"), Ok(8192));
+        assert!(parse_window("lots").is_err());
+    }
+
+    #[test]
+    fn unknown_model_warns_and_has_no_window() {
+        let (s, w) = settings(&ModelArgs::default(), Some("my-model"), None);
+        assert_eq!(w.len(), 1);
+        assert!(s.window().is_err());
+        assert!(s.budget_tokens(Budget::Percent(50.0)).is_err());
+        assert_eq!(s.budget_tokens(Budget::Tokens(10)).unwrap(), 10);
+        assert!(!s.exact);
+        let args = ModelArgs {
+            context_window: Some(1000),
+            ..Default::default()
+        };
+        let (s, _) = settings(&args, Some("my-model"), None);
+        assert_eq!(s.budget_tokens(Budget::Percent(50.0)).unwrap(), 500);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Reading documents right, through the binary: the dialect comes from structure (never the
-//! model name) and every part is counted; an Anthropic body without a model is counted as
-//! Claude; messages without a role are input errors (SPEC §1, §3).
+//! Reading documents right and keeping requests acceptable, through the binary: the dialect
+//! comes from structure (never the model name) and every part is counted; an Anthropic body
+//! without a model is counted as Claude; messages without a role are input errors; budgets and
+//! triggers never exceed the window minus the reserve (SPEC §1, §3).
 
 mod common;
 
@@ -309,4 +310,137 @@ fn documents_mixing_both_tool_formats_are_counted_but_not_rewritten() {
                 && f["path"] == ".messages[3].tool_calls"),
         "{findings}"
     );
+}
+
+/// The commands that write requests never aim above the window minus the reserve: fit and
+/// truncate outputs plus the reserve fit the window, over the corpus, whatever --budget and
+/// --trigger say (SPEC §3).
+#[test]
+fn fit_and_truncate_outputs_leave_room_for_the_reply() {
+    let mut checked = 0;
+    for path in corpus_files() {
+        let doc = read_json(&path);
+        if path.components().any(|c| c.as_os_str() == "irregular") {
+            continue;
+        }
+        let tokens = total(&doc, &["-m", "gpt-4o"]);
+        let window = (tokens * 3 / 4).max(2000);
+        for reserve in [window / 4, window / 10] {
+            let (w, r) = (window.to_string(), reserve.to_string());
+            let base = [
+                "-q",
+                "-c",
+                "-m",
+                "gpt-4o",
+                "--context-window",
+                &w,
+                "--reserve",
+                &r,
+            ];
+            let runs: [&[&str]; 3] = [
+                &["fit", "--budget", "90%", "--trigger", "100%"],
+                &["fit", "--budget", "100%"],
+                &["truncate", "--budget", "100%", "--partial"],
+            ];
+            for run in runs {
+                let args: Vec<&str> = run.iter().chain(&base).copied().collect();
+                let (code, out, err) = ctx(&args, &doc.to_string());
+                match code {
+                    0 => {
+                        let out: Value = serde_json::from_str(&out).unwrap();
+                        let after = total(&out, &["-m", "gpt-4o"]);
+                        assert!(
+                            after + reserve <= window,
+                            "{} {run:?}: {after} tokens + {reserve} reserved > the {window}-token window",
+                            path.display()
+                        );
+                        checked += 1;
+                    }
+                    3 => {}
+                    _ => panic!("{} {run:?}: exit {code}: {err}", path.display()),
+                }
+            }
+        }
+    }
+    assert!(checked >= 40, "only {checked} outputs checked");
+}
+
+/// The warning says what was lowered, to what, and why; the trigger may meet the budget.
+#[test]
+fn a_budget_over_the_window_minus_the_reserve_is_lowered_with_a_warning() {
+    let body = json!({"model": "gpt-4o", "max_tokens": 16384, "messages": [
+        {"role": "user", "content": "hi"}
+    ]});
+    let (code, _, err) = ctx(
+        &[
+            "fit",
+            "--budget",
+            "70%",
+            "--trigger",
+            "95%",
+            "--report",
+            "-",
+        ],
+        &body.to_string(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: --trigger 95% (121600 tokens) is over what the 128000-token window of gpt-4o holds with 16384 tokens kept for the reply (the body's max_tokens): lowered to 111616"),
+        "{err}"
+    );
+    let report: Value = err
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .expect("a report line");
+    assert_eq!(
+        (report["budget"].as_u64(), report["trigger"].as_u64()),
+        (Some(89600), Some(111616))
+    );
+    // Both lowered: they meet, which is fine.
+    let (code, _, err) = ctx(
+        &[
+            "fit",
+            "--budget",
+            "99%",
+            "--trigger",
+            "100%",
+            "--report",
+            "-",
+        ],
+        &body.to_string(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err.matches("lowered to 111616").count(), 2, "{err}");
+    // Given below the budget, the trigger is still a usage error.
+    let (code, _, err) = ctx(
+        &["fit", "--budget", "99%", "--trigger", "98%"],
+        &body.to_string(),
+    );
+    assert_eq!(code, 2, "{err}");
+    // A reserve that leaves nothing of the window.
+    let (code, _, err) = ctx(
+        &["truncate", "--budget", "100", "--reserve", "128000"],
+        &body.to_string(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("leaves nothing of the 128000-token window"),
+        "{err}"
+    );
+    // count only warns, and a window of 0 is a usage error.
+    let (code, _, err) = ctx(&["count", "--budget", "300000"], &body.to_string());
+    assert_eq!(code, 0);
+    assert!(
+        err.contains("--budget 300000 is over the 128000-token window of gpt-4o"),
+        "{err}"
+    );
+    let (code, out, err) = ctx(&["count", "--context-window", "0"], &body.to_string());
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    // Unknown windows: nothing to lower to.
+    let (code, _, err) = ctx(
+        &["truncate", "--budget", "5000000", "-m", "my-model"],
+        &body.to_string(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("lowered"), "{err}");
 }

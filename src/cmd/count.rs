@@ -37,7 +37,7 @@ pub struct Args {
     pub model: ModelArgs,
 
     /// Fail (exit 1) when the document is over this many tokens, or this share of the window
-    /// (`80%`).
+    /// (`80%`). A budget over the window gets a warning.
     #[arg(long, value_name = "N|P%")]
     pub budget: Option<Budget>,
 
@@ -99,6 +99,14 @@ impl<'a> Runner<'a> {
             .budget
             .map(|b| p.settings.budget_tokens(b))
             .transpose()?;
+        if let (Some(b), Some(w)) = (budget, window) {
+            if b > w {
+                warnings.push(format!(
+                    "--budget {b} is over the {w}-token window of {}: a request that large would be rejected",
+                    p.settings.model_name
+                ));
+            }
+        }
         let over = budget.is_some_and(|b| tokens > b);
 
         let convo = Conversation::new(p.doc.messages(), p.doc.dialect);
