@@ -311,26 +311,21 @@ impl Document {
     /// one it is read as (mixed, or contradicted by `--format`): calls and results could not be
     /// paired, and removing or rewriting messages could leave orphans.
     pub fn require_one_tool_format(&self) -> Result<()> {
-        let other = self.dialect.other();
-        if let (Some(foreign), _) = self.markers.of(other) {
-            let own = match self.markers.of(self.dialect).0 {
-                Some(p) => format!(
-                    "has {} tool calls or results ({p}) and ",
-                    self.dialect.title()
-                ),
-                None => format!("is read as {} but ", self.dialect.title()),
-            };
-            bail!(
-                "the document {own}has {} ones ({foreign}): ctx cannot pair them safely, so it does not rewrite it; convert it to one dialect{}",
-                other.title(),
-                if self.markers.of(self.dialect).0.is_none() {
-                    " (or drop --format)"
-                } else {
-                    ""
-                }
-            );
-        }
-        Ok(())
+        let (read_as, other) = (self.dialect.title(), self.dialect.other().title());
+        let Some(foreign) = self.markers.of(self.dialect.other()).0 else {
+            return Ok(());
+        };
+        let what = match self.markers.of(self.dialect).0 {
+            Some(own) => format!(
+                "the document mixes {read_as} tool calls or results ({own}) with {other} ones ({foreign})"
+            ),
+            None => format!(
+                "the document is read as {read_as} (--format) but its tool calls or results are {other} ({foreign})"
+            ),
+        };
+        bail!(
+            "{what}: ctx cannot pair them safely, so it does not rewrite the document; convert it to one dialect"
+        )
     }
 
     /// Refuses messages without a string `role` (count and every command that rewrites messages
@@ -545,7 +540,7 @@ mod tests {
         )
         .unwrap();
         let e = d.require_one_tool_format().unwrap_err().to_string();
-        assert!(e.contains("--format"), "{e}");
+        assert!(e.contains("(--format)"), "{e}");
     }
 
     #[test]
