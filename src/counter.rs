@@ -190,13 +190,15 @@ impl<'a> Counter<'a> {
                 exact: true,
                 notes: &mut notes,
             };
-            match self.dialect {
-                Dialect::Openai => self
-                    .openai_tools(tools.as_ref(), functions.as_ref(), &mut acc)
-                    .map_err(|e| located(e, "tool definitions", ".tools"))?,
-                Dialect::Anthropic => self
-                    .anthropic_tools(tools.as_ref(), &mut acc)
-                    .map_err(|e| located(e, "tool definitions", ".tools"))?,
+            // The model's provider decides how definitions are billed: a Claude model gets
+            // Anthropic's tool-use prompt whatever shape its definitions arrive in (OpenRouter
+            // and LiteLLM convert OpenAI ones).
+            if self.dialect == Dialect::Anthropic || self.settings.is_anthropic_model() {
+                self.anthropic_tools(tools.as_ref(), functions.as_ref(), &mut acc)
+                    .map_err(|e| located(e, "tool definitions", ".tools"))?
+            } else {
+                self.openai_tools(tools.as_ref(), functions.as_ref(), &mut acc)
+                    .map_err(|e| located(e, "tool definitions", ".tools"))?
             }
             out.tools = acc.tokens;
             exact &= acc.exact;
@@ -229,12 +231,14 @@ impl<'a> Counter<'a> {
         self.settings.message_tokens.max(0) as usize
     }
 
-    /// Counts one message (content and overhead).
+    /// Counts one message (content and overhead). Every field that carries text is counted
+    /// whatever the dialect: a message written in the other dialect's shape (a mixed document,
+    /// or `--format` forcing the dialect) is never undercounted.
     pub fn message(&self, m: &Value, notes: &mut Notes) -> Result<MessageTokens> {
         let mut acc = Acc {
             tokens: 0,
             text: 0,
-            exact: true,
+            exact: self.dialect == Dialect::Openai,
             notes,
         };
         let mut overhead = self.settings.message_tokens;
@@ -245,23 +249,6 @@ impl<'a> Counter<'a> {
             acc.tokens += self.text(name)?;
             overhead += self.settings.name_tokens;
         }
-        match self.dialect {
-            Dialect::Openai => self.openai_message(m, &mut acc)?,
-            Dialect::Anthropic => {
-                if let Some(c) = m.field("content") {
-                    self.anthropic_content(c, &mut acc).context(".content")?;
-                }
-            }
-        }
-        Ok(MessageTokens {
-            content: acc.tokens,
-            text: acc.text,
-            overhead: overhead.max(0) as usize,
-            exact: acc.exact,
-        })
-    }
-
-    fn openai_message(&self, m: &Value, acc: &mut Acc) -> Result<()> {
         match m.field("content") {
             None | Some(Value::Null) => {}
             Some(Value::String(s)) => {
@@ -270,7 +257,7 @@ impl<'a> Counter<'a> {
             }
             Some(Value::Array(parts)) => {
                 for (k, p) in parts.iter().enumerate() {
-                    self.openai_part(p, acc)
+                    self.part(p, &mut acc)
                         .with_context(|| format!(".content[{k}]"))?;
                 }
             }
@@ -294,15 +281,20 @@ impl<'a> Counter<'a> {
         if let Some(calls) = m.field("tool_calls").and_then(Value::as_array) {
             for (k, c) in calls.iter().enumerate() {
                 let f = c.field("function").unwrap_or(&Value::Null);
-                self.call(f.field("name"), f.field("arguments"), acc)
+                self.call(f.field("name"), f.field("arguments"), &mut acc)
                     .with_context(|| format!(".tool_calls[{k}]"))?;
             }
         }
         if let Some(fc) = m.field("function_call").filter(|f| f.is_object()) {
-            self.call(fc.field("name"), fc.field("arguments"), acc)
+            self.call(fc.field("name"), fc.field("arguments"), &mut acc)
                 .context(".function_call")?;
         }
-        Ok(())
+        Ok(MessageTokens {
+            content: acc.tokens,
+            text: acc.text,
+            overhead: overhead.max(0) as usize,
+            exact: acc.exact,
+        })
     }
 
     fn call(&self, name: Option<&Value>, args: Option<&Value>, acc: &mut Acc) -> Result<()> {
@@ -319,12 +311,50 @@ impl<'a> Counter<'a> {
         Ok(())
     }
 
-    fn openai_part(&self, p: &Value, acc: &mut Acc) -> Result<()> {
+    /// One content part (OpenAI) or block (Anthropic): both kinds are counted in either
+    /// dialect.
+    fn part(&self, p: &Value, acc: &mut Acc) -> Result<()> {
         let ty = p.field("type").and_then(Value::as_str).unwrap_or("");
         match ty {
             "text" | "input_text" => {
                 if let Some(t) = p.field("text").and_then(Value::as_str) {
                     acc.tokens += self.text(t)?;
+                }
+            }
+            "image" => {
+                let src = p.field("source").unwrap_or(&Value::Null);
+                let dims = match src.field("type").and_then(Value::as_str) {
+                    Some("base64") => src
+                        .field("data")
+                        .and_then(Value::as_str)
+                        .and_then(image::base64_dimensions),
+                    _ => None,
+                };
+                acc.tokens += self.image_tokens(dims, None, acc) as usize;
+            }
+            "tool_use" | "server_tool_use" | "mcp_tool_use" => {
+                let input = p.field("input").map(Value::to_string);
+                self.call(p.field("name"), input.map(Value::String).as_ref(), acc)?;
+            }
+            "tool_result" | "mcp_tool_result" => {
+                acc.tokens += CALL_OVERHEAD;
+                if let Some(c) = p.field("content") {
+                    self.anthropic_content(c, acc).context(".content")?;
+                }
+            }
+            "thinking" => {
+                if let Some(t) = p.field("thinking").and_then(Value::as_str) {
+                    acc.tokens += self.text(t)?;
+                }
+            }
+            "redacted_thinking" => {
+                let data = p.field("data").and_then(Value::as_str).unwrap_or("");
+                acc.tokens += data.len().div_ceil(4);
+            }
+            _ if ty.ends_with("_tool_result") || KNOWN_ANTHROPIC.contains(&ty) => {
+                self.text_leaves(p, acc)?;
+                if self.dialect == Dialect::Openai {
+                    acc.estimate(format!("Anthropic {ty:?} blocks are counted by their text"));
                 }
             }
             "refusal" => {
@@ -366,11 +396,15 @@ impl<'a> Counter<'a> {
             }
             _ => {
                 self.text_leaves(p, acc)?;
-                acc.estimate(format!(
-                    "unknown content part type {ty:?} counted by its text"
-                ));
+                let what = match self.dialect {
+                    Dialect::Openai => "content part",
+                    Dialect::Anthropic => "content block",
+                };
+                if self.dialect == Dialect::Openai {
+                    acc.estimate(format!("unknown {what} type {ty:?} counted by its text"));
+                }
                 acc.notes.warnings.insert(format!(
-                    "unknown content part type {ty:?}: kept, counted by its text"
+                    "unknown {what} type {ty:?}: kept, counted by its text"
                 ));
             }
         }
@@ -430,69 +464,19 @@ impl<'a> Counter<'a> {
         Ok(())
     }
 
-    /// Anthropic content: a string or blocks (also used for the top-level `system`).
+    /// Anthropic content: a string or blocks (the top-level `system`, a `tool_result`'s
+    /// content). Always an estimate.
     fn anthropic_content(&self, c: &Value, acc: &mut Acc) -> Result<()> {
         acc.exact = false;
         match c {
             Value::String(s) => acc.tokens += self.text(s)?,
             Value::Array(blocks) => {
                 for (k, b) in blocks.iter().enumerate() {
-                    self.anthropic_block(b, acc)
-                        .with_context(|| format!("[{k}]"))?;
+                    self.part(b, acc).with_context(|| format!("[{k}]"))?;
                 }
             }
             Value::Null => {}
             other => acc.tokens += self.text(&other.to_string())?,
-        }
-        Ok(())
-    }
-
-    fn anthropic_block(&self, b: &Value, acc: &mut Acc) -> Result<()> {
-        let ty = b.field("type").and_then(Value::as_str).unwrap_or("");
-        match ty {
-            "text" => {
-                if let Some(t) = b.field("text").and_then(Value::as_str) {
-                    acc.tokens += self.text(t)?;
-                }
-            }
-            "image" => {
-                let src = b.field("source").unwrap_or(&Value::Null);
-                let dims = match src.field("type").and_then(Value::as_str) {
-                    Some("base64") => src
-                        .field("data")
-                        .and_then(Value::as_str)
-                        .and_then(image::base64_dimensions),
-                    _ => None,
-                };
-                acc.tokens += self.image_tokens(dims, None, acc) as usize;
-            }
-            "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                let input = b.field("input").map(Value::to_string);
-                self.call(b.field("name"), input.map(Value::String).as_ref(), acc)?;
-            }
-            "tool_result" | "mcp_tool_result" => {
-                acc.tokens += CALL_OVERHEAD;
-                if let Some(c) = b.field("content") {
-                    self.anthropic_content(c, acc).context(".content")?;
-                }
-            }
-            "thinking" => {
-                if let Some(t) = b.field("thinking").and_then(Value::as_str) {
-                    acc.tokens += self.text(t)?;
-                }
-            }
-            "redacted_thinking" => {
-                let data = b.field("data").and_then(Value::as_str).unwrap_or("");
-                acc.tokens += data.len().div_ceil(4);
-            }
-            _ => {
-                self.text_leaves(b, acc)?;
-                if !ty.ends_with("_tool_result") && !KNOWN_ANTHROPIC.contains(&ty) {
-                    acc.notes.warnings.insert(format!(
-                        "unknown content block type {ty:?}: kept, counted by its text"
-                    ));
-                }
-            }
         }
         Ok(())
     }
@@ -605,12 +589,28 @@ impl<'a> Counter<'a> {
         Ok(())
     }
 
-    fn anthropic_tools(&self, tools: Option<&Value>, acc: &mut Acc) -> Result<()> {
-        let Some(tools) = tools.and_then(Value::as_array).filter(|t| !t.is_empty()) else {
+    /// Anthropic's estimate: the tool-use system prompt once, then each tool's name,
+    /// description and input schema. OpenAI-shaped definitions (`{"type": "function",
+    /// "function": {...}}` and legacy `functions`) are counted as the Anthropic tools they are
+    /// converted to, their `parameters` as the input schema.
+    fn anthropic_tools(
+        &self,
+        tools: Option<&Value>,
+        functions: Option<&Value>,
+        acc: &mut Acc,
+    ) -> Result<()> {
+        let defs: Vec<&Value> = tools
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|t| t.field("function").filter(|f| f.is_object()).unwrap_or(t))
+            .chain(functions.and_then(Value::as_array).into_iter().flatten())
+            .collect();
+        if defs.is_empty() {
             return Ok(());
-        };
+        }
         acc.tokens += self.settings.tool_overhead as usize;
-        for t in tools {
+        for t in defs {
             acc.tokens += CALL_OVERHEAD;
             if let Some(n) = t.field("name").and_then(Value::as_str) {
                 acc.tokens += self.text(n)?;
@@ -618,7 +618,7 @@ impl<'a> Counter<'a> {
             if let Some(d) = t.field("description").and_then(Value::as_str) {
                 acc.tokens += self.text(d)?;
             }
-            if let Some(s) = t.field("input_schema") {
+            if let Some(s) = t.field("input_schema").or(t.field("parameters")) {
                 acc.tokens += self.text(&s.to_string())?;
             }
         }

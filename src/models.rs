@@ -57,6 +57,7 @@ pub struct Model {
 #[derive(Deserialize)]
 struct RawTable {
     default_model: String,
+    default_anthropic_model: String,
     models: Vec<RawModel>,
 }
 
@@ -84,6 +85,7 @@ struct RawModel {
 
 struct Table {
     default_model: String,
+    default_anthropic_model: String,
     models: Vec<Model>,
     raw: Value,
 }
@@ -138,14 +140,21 @@ fn parse_table(text: &str) -> Result<Table> {
     }
     Ok(Table {
         default_model: raw.default_model,
+        default_anthropic_model: raw.default_anthropic_model,
         models,
         raw: Value::Array(rows),
     })
 }
 
-/// The model used when neither flag, body nor `CTX_MODEL` names one.
+/// The model used for an OpenAI document when neither flag, body nor `CTX_MODEL` names one.
 pub fn default_model() -> &'static str {
     &table().default_model
+}
+
+/// The model used for an Anthropic document when neither flag, body nor `CTX_MODEL` names one
+/// (the current Claude Sonnet).
+pub fn default_anthropic_model() -> &'static str {
+    &table().default_anthropic_model
 }
 
 /// Every row of the table, as `ctx models` prints it.
@@ -193,6 +202,8 @@ mod tests {
         names.dedup();
         assert_eq!(n, names.len(), "duplicate model names");
         assert!(lookup(&t.default_model).is_some());
+        let claude = lookup(&t.default_anthropic_model).unwrap();
+        assert_eq!(claude.provider, "anthropic");
         for m in &t.models {
             assert!(!m.source.is_empty(), "{} has no source", m.name);
             assert!(m.context_window > 0 && m.max_output > 0, "{}", m.name);

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use crate::document::Dialect;
 use crate::image::OpenAiImageScheme;
 use crate::models::{self, ImageRule, Model};
 use crate::tokenizer::Encoding;
@@ -18,7 +19,8 @@ use crate::tokenizer::Encoding;
 /// Model flags shared by every command that counts.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ModelArgs {
-    /// Model to count for (beats the body's `model` and $CTX_MODEL; default gpt-4o).
+    /// Model to count for (beats the body's `model` and $CTX_MODEL; default gpt-4o for OpenAI
+    /// documents, claude-sonnet-4 for Anthropic ones).
     #[arg(short = 'm', long, value_name = "NAME")]
     pub model: Option<String>,
 
@@ -27,8 +29,9 @@ pub struct ModelArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_encoding)]
     pub encoding: Option<Encoding>,
 
-    /// Context window in tokens, overriding the model table (needed for unknown models).
-    #[arg(long, value_name = "N")]
+    /// Context window in tokens, overriding the model table (needed for unknown models; at
+    /// least 1). Commands that write requests never aim above the window minus the reserve.
+    #[arg(long, value_name = "N", value_parser = parse_window)]
     pub context_window: Option<u64>,
 
     /// Tool definitions (a JSON array, or an object with `tools`/`functions`) counted with a
@@ -43,6 +46,14 @@ pub struct ModelArgs {
 
 fn parse_encoding(s: &str) -> Result<Encoding, String> {
     Encoding::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_window(s: &str) -> Result<u64, String> {
+    match s.trim().replace('_', "").parse::<u64>() {
+        Ok(0) => Err("a context window of 0 tokens holds nothing; give the model's window".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a token count")),
+    }
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
@@ -94,6 +105,31 @@ impl FromStr for Budget {
     }
 }
 
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Budget::Tokens(n) => write!(f, "{n}"),
+            Budget::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+/// Tokens kept for the reply when neither `--reserve` nor the body's output limit gives one.
+pub const DEFAULT_RESERVE: u64 = 4096;
+
+/// The most input tokens a request may hold: the window minus the reserve for the reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputLimit {
+    /// window − reserve.
+    pub tokens: u64,
+    /// The context window.
+    pub window: u64,
+    /// Tokens kept free for the reply.
+    pub reserve: u64,
+    /// Where the reserve comes from, for messages.
+    pub source: &'static str,
+}
+
 /// The tools file given with `--tools`, read once per run.
 pub fn read_tools_file(path: &Path) -> Result<Arc<Value>> {
     let text = std::fs::read_to_string(path)
@@ -142,12 +178,15 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Resolves the settings for a document whose body names `body_model`; `env_model` is
-    /// `$CTX_MODEL`. Warnings (unknown model) are pushed to `warnings`.
+    /// Resolves the settings for a document in `dialect` whose body names `body_model`;
+    /// `env_model` is `$CTX_MODEL`. Without a model from any of them, the dialect's default
+    /// (gpt-4o, or the current Claude Sonnet for Anthropic documents). Warnings (unknown model)
+    /// are pushed to `warnings`.
     pub fn resolve(
         args: &ModelArgs,
         body_model: Option<&str>,
         env_model: Option<&str>,
+        dialect: Dialect,
         extra_tools: Option<Arc<Value>>,
         warnings: &mut Vec<String>,
     ) -> Settings {
@@ -156,7 +195,10 @@ impl Settings {
             .as_deref()
             .or(body_model)
             .or(env_model.filter(|s| !s.is_empty()))
-            .unwrap_or(models::default_model())
+            .unwrap_or(match dialect {
+                Dialect::Openai => models::default_model(),
+                Dialect::Anthropic => models::default_anthropic_model(),
+            })
             .to_string();
         let model = models::lookup(&model_name);
         if model.is_none() {
@@ -204,10 +246,10 @@ impl Settings {
         }
     }
 
-    /// Whether the model names a Claude model (used to detect the Anthropic dialect).
-    pub fn is_claude(name: Option<&str>) -> bool {
-        name.and_then(models::lookup)
-            .is_some_and(|m| m.provider == "anthropic")
+    /// Whether the model is one of Anthropic's: its counts follow Anthropic's estimates (tool
+    /// definitions with the tool-use system prompt) whatever the document's dialect.
+    pub fn is_anthropic_model(&self) -> bool {
+        self.model.is_some_and(|m| m.provider == "anthropic")
     }
 
     /// Whether a model accepts `input_audio` parts (unknown models are given the benefit).
@@ -245,12 +287,67 @@ impl Settings {
         reserve: Option<u64>,
         body_max_tokens: Option<u64>,
     ) -> Result<u64> {
-        let reserve = reserve.or(body_max_tokens).unwrap_or(4096);
-        let w = self.window()?;
-        if reserve >= w {
-            bail!("the reserve ({reserve} tokens) leaves nothing of the {w}-token window");
+        match self.input_limit(reserve, body_max_tokens)? {
+            Some(limit) => Ok(limit.tokens),
+            // No window: the error that says how to give one.
+            None => self.window(),
         }
-        Ok(w - reserve)
+    }
+
+    /// The most input a request may hold: the window minus the reserve (`--reserve`, else the
+    /// body's output limit, else 4096). `None` when the window is unknown; an error when the
+    /// reserve leaves nothing.
+    pub fn input_limit(
+        &self,
+        reserve: Option<u64>,
+        body_max_tokens: Option<u64>,
+    ) -> Result<Option<InputLimit>> {
+        let Some(window) = self.context_window else {
+            return Ok(None);
+        };
+        let (reserve, source) = match (reserve, body_max_tokens) {
+            (Some(r), _) => (r, "--reserve"),
+            (None, Some(m)) => (m, "the body's max_tokens"),
+            (None, None) => (DEFAULT_RESERVE, "default; --reserve sets it"),
+        };
+        if reserve >= window {
+            bail!(
+                "the reserve ({reserve} tokens, {source}) leaves nothing of the {window}-token window"
+            );
+        }
+        Ok(Some(InputLimit {
+            tokens: window - reserve,
+            window,
+            reserve,
+            source,
+        }))
+    }
+
+    /// Resolves a budget or trigger of a command that writes requests, lowered to the input
+    /// limit with a warning when it is above it (the provider would reject such a request).
+    /// `flag` names the flag in the warning.
+    pub fn request_tokens(
+        &self,
+        flag: &str,
+        b: Budget,
+        limit: Option<&InputLimit>,
+        warnings: &mut Vec<String>,
+    ) -> Result<u64> {
+        let tokens = self.budget_tokens(b)?;
+        match limit {
+            Some(l) if tokens > l.tokens => {
+                let given = match b {
+                    Budget::Tokens(_) => format!("{flag} {tokens}"),
+                    Budget::Percent(_) => format!("{flag} {b} ({tokens} tokens)"),
+                };
+                warnings.push(format!(
+                    "{given} is over what the {}-token window of {} holds with {} tokens kept for the reply ({}): lowered to {}, since the provider would reject a larger request",
+                    l.window, self.model_name, l.reserve, l.source, l.tokens
+                ));
+                Ok(l.tokens)
+            }
+            _ => Ok(tokens),
+        }
     }
 }
 
@@ -264,7 +361,7 @@ mod tests {
         env: Option<&str>,
     ) -> (Settings, Vec<String>) {
         let mut w = Vec::new();
-        let s = Settings::resolve(args, body, env, None, &mut w);
+        let s = Settings::resolve(args, body, env, Dialect::Openai, None, &mut w);
         (s, w)
     }
 
@@ -289,6 +386,68 @@ mod tests {
         );
         assert_eq!(settings(&none, None, Some("o3")).0.model_name, "o3");
         assert_eq!(settings(&none, None, None).0.model_name, "gpt-4o");
+    }
+
+    /// SPEC §3: an Anthropic document that names no model is counted and windowed as the
+    /// current Claude Sonnet, not as gpt-4o.
+    #[test]
+    fn anthropic_documents_default_to_claude() {
+        let none = ModelArgs::default();
+        let s = Settings::resolve(&none, None, None, Dialect::Anthropic, None, &mut Vec::new());
+        assert_eq!(s.model_name, "claude-sonnet-4");
+        assert!(s.is_anthropic_model());
+        assert_eq!(s.context_window, Some(200_000));
+        // Anything that names a model still wins.
+        let s = Settings::resolve(
+            &none,
+            None,
+            Some("o3"),
+            Dialect::Anthropic,
+            None,
+            &mut Vec::new(),
+        );
+        assert_eq!(s.model_name, "o3");
+    }
+
+    #[test]
+    fn budgets_over_the_window_minus_the_reserve_are_lowered() {
+        let (s, _) = settings(&ModelArgs::default(), Some("gpt-4o"), None);
+        let limit = s.input_limit(None, Some(16384)).unwrap().unwrap();
+        assert_eq!(limit.tokens, 128_000 - 16384);
+        let mut w = Vec::new();
+        let t = s
+            .request_tokens("--trigger", Budget::Percent(95.0), Some(&limit), &mut w)
+            .unwrap();
+        assert_eq!(t, 128_000 - 16384);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("--trigger 95% (121600 tokens) is over"),
+            "{}",
+            w[0]
+        );
+        let t = s
+            .request_tokens("--budget", Budget::Percent(70.0), Some(&limit), &mut w)
+            .unwrap();
+        assert_eq!((t, w.len()), (89600, 1));
+        // --reserve beats the body; a reserve that leaves nothing is an error.
+        assert_eq!(
+            s.input_limit(Some(1000), Some(16384))
+                .unwrap()
+                .unwrap()
+                .tokens,
+            127_000
+        );
+        assert!(s.input_limit(Some(128_000), None).is_err());
+        // No window, nothing to lower to.
+        let (u, _) = settings(&ModelArgs::default(), Some("my-model"), None);
+        assert_eq!(u.input_limit(None, None).unwrap(), None);
+    }
+
+    #[test]
+    fn a_context_window_of_zero_is_refused() {
+        assert!(parse_window("0").is_err());
+        assert_eq!(parse_window("8_192"), Ok(8192));
+        assert!(parse_window("lots").is_err());
     }
 
     #[test]

@@ -10,13 +10,20 @@ use ctx::settings::{ModelArgs, Settings};
 use serde_json::{Value, json};
 
 fn count_with(value: Value, model: Option<&str>) -> (usize, bool) {
-    let doc = Document::parse(value, None, |m| Settings::is_claude(model.or(m))).unwrap();
+    let doc = Document::parse(value, None).unwrap();
     let args = ModelArgs {
         model: model.map(str::to_string),
         image_size: (1024, 1024),
         ..Default::default()
     };
-    let settings = Settings::resolve(&args, doc.body_model(), None, None, &mut Vec::new());
+    let settings = Settings::resolve(
+        &args,
+        doc.body_model(),
+        None,
+        doc.dialect,
+        None,
+        &mut Vec::new(),
+    );
     let c = Counter::new(&settings, doc.dialect).document(&doc).unwrap();
     (c.total(), c.exact)
 }
@@ -117,7 +124,7 @@ fn corpus_files() -> Vec<PathBuf> {
 fn every_corpus_file_counts_and_only_irregular_ones_have_errors() {
     for path in corpus_files() {
         let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let doc = Document::parse(value.clone(), None, Settings::is_claude).unwrap();
+        let doc = Document::parse(value.clone(), None).unwrap();
         let (tokens, _) = count_with(value, None);
         assert!(tokens > 0, "{}", path.display());
         let errors: Vec<_> = check(&doc)
@@ -146,7 +153,7 @@ fn every_corpus_file_counts_and_only_irregular_ones_have_errors() {
 fn corpus_dialects_are_detected() {
     for path in corpus_files() {
         let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let doc = Document::parse(value, None, Settings::is_claude).unwrap();
+        let doc = Document::parse(value, None).unwrap();
         let in_anthropic = path.components().any(|c| c.as_os_str() == "anthropic");
         assert_eq!(
             doc.dialect == ctx::document::Dialect::Anthropic,

@@ -370,7 +370,7 @@ fn every_corpus_file_at_90_50_and_10_percent() {
     let mut refused = 0;
     for path in corpus_files() {
         let value = read_json(&path);
-        let doc = Document::parse(value, None, ctx::settings::Settings::is_claude).unwrap();
+        let doc = Document::parse(value, None).unwrap();
         let total = tokens(&doc);
         for share in [0.9, 0.5, 0.1] {
             let budget = (total as f64 * share) as u64;

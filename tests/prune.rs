@@ -178,7 +178,7 @@ proptest! {
 fn keeping_more_results_than_there_are_is_the_identity() {
     for path in corpus_files() {
         let value = read_json(&path);
-        let doc = Document::parse(value.clone(), None, ctx::settings::Settings::is_claude).unwrap();
+        let doc = Document::parse(value.clone(), None).unwrap();
         let opts = Options {
             keep: 10_000,
             ..Options::default()
@@ -195,7 +195,7 @@ fn keeping_more_results_than_there_are_is_the_identity() {
 fn every_corpus_file_through_prune_options() {
     for path in corpus_files() {
         let value = read_json(&path);
-        let doc = Document::parse(value, None, ctx::settings::Settings::is_claude).unwrap();
+        let doc = Document::parse(value, None).unwrap();
         for keep in [0, 1, 3] {
             for (thinking, max) in [
                 (Thinking::Keep, None),

@@ -94,8 +94,7 @@ proptest! {
 fn corpus_files_summarize_offline_and_stay_valid() {
     for path in corpus_files() {
         let value = read_json(&path);
-        let input =
-            Document::parse(value.clone(), None, ctx::settings::Settings::is_claude).unwrap();
+        let input = Document::parse(value.clone(), None).unwrap();
         let (code, stdout, stderr) = ctx(
             &[
                 "summarize",
@@ -109,12 +108,8 @@ fn corpus_files_summarize_offline_and_stay_valid() {
             &value,
         );
         assert_eq!(code, 0, "{}: {stderr}", path.display());
-        let out = Document::parse(
-            serde_json::from_str(&stdout).unwrap(),
-            Some(input.dialect),
-            ctx::settings::Settings::is_claude,
-        )
-        .unwrap();
+        let out =
+            Document::parse(serde_json::from_str(&stdout).unwrap(), Some(input.dialect)).unwrap();
         if let Err(e) = check_summarized(&input, &out, 4) {
             panic!("{}: {e}", path.display());
         }

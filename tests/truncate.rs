@@ -152,7 +152,7 @@ proptest! {
 fn a_budget_larger_than_the_input_is_the_identity() {
     for path in corpus_files() {
         let value = read_json(&path);
-        let doc = Document::parse(value.clone(), None, ctx::settings::Settings::is_claude).unwrap();
+        let doc = Document::parse(value.clone(), None).unwrap();
         let opts = Options {
             budget: tokens(&doc) as u64 + 1,
             keep_last: None,
@@ -177,7 +177,7 @@ fn every_corpus_file_through_every_strategy_at_several_budgets() {
     let mut refused = 0;
     for path in corpus_files() {
         let value = read_json(&path);
-        let doc = Document::parse(value, None, ctx::settings::Settings::is_claude).unwrap();
+        let doc = Document::parse(value, None).unwrap();
         let total = tokens(&doc);
         for share in [0.9, 0.5, 0.25, 0.1] {
             for strategy in [Strategy::Oldest, Strategy::Middle, Strategy::Importance] {

@@ -1,8 +1,9 @@
 //! `ctx check`: structural validation of a conversation for its dialect.
 //!
 //! Reports errors (what the provider would reject: orphan results, unanswered calls, duplicate
-//! ids in one exchange, results without ids, bad `arguments`, missing roles) and warnings (what
-//! is legal but unusual: unknown roles and part types, ids reused by a later exchange). It uses
+//! ids in one exchange, results without ids, bad `arguments`, missing roles, tool calls or
+//! results written in the other dialect) and warnings (what is legal but unusual: unknown roles
+//! and part types, ids reused by a later exchange, other structure of the other dialect). It uses
 //! the same positional pairing as every other command ([`crate::conversation`]).
 
 use std::collections::{HashMap, HashSet};
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{Env, InputArgs, Outcome, OutputArgs};
 use crate::conversation::{Conversation, Role, UnitKind};
-use crate::document::{Dialect, Document, kind};
+use crate::document::{Dialect, Document, kind, missing_role_hint};
 use crate::input::Origin;
 use crate::output::render;
 use crate::settings::Settings;
@@ -34,8 +35,9 @@ pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// Model, used only to detect the dialect (Claude models mean Anthropic).
-    #[arg(short = 'm', long, value_name = "NAME")]
+    /// Accepted for compatibility and ignored: the dialect is read from the document's
+    /// structure (--format forces it).
+    #[arg(short = 'm', long, value_name = "NAME", hide = true)]
     pub model: Option<String>,
 
     #[command(flatten)]
@@ -78,21 +80,17 @@ impl Finding {
 /// Runs `check` over documents.
 pub struct Runner<'a> {
     args: &'a Args,
-    env: &'a Env,
 }
 
 impl<'a> Runner<'a> {
-    /// A runner for these flags.
-    pub fn new(args: &'a Args, env: &'a Env) -> Runner<'a> {
-        Runner { args, env }
+    /// A runner for these flags (nothing in the environment changes what check finds).
+    pub fn new(args: &'a Args, _env: &'a Env) -> Runner<'a> {
+        Runner { args }
     }
 
     /// Checks one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let flag = self.args.model.as_deref().or(self.env.model.as_deref());
-        let doc = Document::parse(value, self.args.input.format, |body| {
-            Settings::is_claude(self.args.model.as_deref().or(body).or(flag))
-        })?;
+        let doc = Document::parse(value, self.args.input.format)?;
         let findings = check(&doc);
         let errors = findings.iter().any(|f| f.severity == Severity::Error);
         let list = Value::Array(findings.iter().map(Finding::to_json).collect());
@@ -137,6 +135,29 @@ pub fn check(doc: &Document) -> Vec<Finding> {
     let at = |i: usize, rel: &str| format!("{}{rel}", doc.message_path(i));
     let last = msgs.len().saturating_sub(1);
     let mut first_use: HashMap<String, usize> = HashMap::new();
+    if let Some((index, path, is_tool)) = doc.foreign_marker() {
+        let (read_as, other) = (doc.dialect.title(), doc.dialect.other().title());
+        out.push(Finding {
+            // Tool calls and results in the other dialect cannot be paired (and no API accepts
+            // them); other structure of the other dialect is only unusual.
+            severity: if is_tool {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
+            code: "mixed-dialect",
+            index,
+            path: path.to_string(),
+            message: format!(
+                "{other} {} in a document read as {read_as}; no API accepts both",
+                if is_tool {
+                    "tool calls or results"
+                } else {
+                    "structure"
+                }
+            ),
+        });
+    }
 
     for (i, (m, info)) in msgs.iter().zip(&convo.messages).enumerate() {
         let mut push = |severity, code, rel: &str, message: String| {
@@ -155,7 +176,7 @@ pub fn check(doc: &Document) -> Vec<Finding> {
                 "missing-role",
                 "",
                 match m.get("role") {
-                    None => "message has no role".to_string(),
+                    None => format!("message has no `role`{}", missing_role_hint(m)),
                     Some(r) => format!("role must be a string, found {}", kind(r)),
                 },
             ),

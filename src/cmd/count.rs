@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::{Map, Value, json};
 
-use super::{Env, InputArgs, Outcome, OutputArgs, prepare};
+use super::{Env, InputArgs, Outcome, OutputArgs, prepare_to_count};
 use crate::conversation::Conversation;
 use crate::counter::Counter;
 use crate::input::Origin;
@@ -37,7 +37,7 @@ pub struct Args {
     pub model: ModelArgs,
 
     /// Fail (exit 1) when the document is over this many tokens, or this share of the window
-    /// (`80%`).
+    /// (`80%`). A budget over the window gets a warning.
     #[arg(long, value_name = "N|P%")]
     pub budget: Option<Budget>,
 
@@ -82,7 +82,7 @@ impl<'a> Runner<'a> {
 
     /// Counts one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let p = prepare(
+        let p = prepare_to_count(
             value,
             &self.args.input,
             &self.args.model,
@@ -99,6 +99,14 @@ impl<'a> Runner<'a> {
             .budget
             .map(|b| p.settings.budget_tokens(b))
             .transpose()?;
+        if let (Some(b), Some(w)) = (budget, window) {
+            if b > w {
+                warnings.push(format!(
+                    "--budget {b} is over the {w}-token window of {}: a request that large would be rejected",
+                    p.settings.model_name
+                ));
+            }
+        }
         let over = budget.is_some_and(|b| tokens > b);
 
         let convo = Conversation::new(p.doc.messages(), p.doc.dialect);

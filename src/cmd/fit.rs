@@ -63,7 +63,8 @@ pub struct Args {
     pub budget: BudgetArgs,
 
     /// Pass documents at or under N tokens (or P% of the window) through unchanged; documents
-    /// over it are brought within the budget (default: the budget; never below it).
+    /// over it are brought within the budget (default: the budget; never below it). Like the
+    /// budget, lowered with a warning to the window minus the reserve.
     #[arg(long, value_name = "N|P%")]
     pub trigger: Option<Budget>,
 
@@ -543,23 +544,32 @@ impl<'a> Runner<'a> {
     /// Fits one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
         let args = self.args;
-        let p = prepare(
+        let mut p = prepare(
             value,
             &args.input,
             &args.model,
             self.env,
             self.tools.clone(),
         )?;
-        let budget = args.budget.budget(&p)?;
+        let budget = args.budget.budget(&mut p)?;
         let trigger = match args.trigger {
-            Some(t) => p.settings.budget_tokens(t)?,
+            Some(t) => {
+                // Compared as given: lowering both to the window minus the reserve may make
+                // them equal, which is fine.
+                let given = p.settings.budget_tokens(t)?;
+                let given_budget = match args.budget.budget {
+                    Some(b) => p.settings.budget_tokens(b)?,
+                    None => budget,
+                };
+                if given < given_budget {
+                    bail!(
+                        "--trigger ({given} tokens) is below the budget ({given_budget} tokens): the trigger must be at least the budget"
+                    );
+                }
+                p.request_tokens("--trigger", t, args.budget.reserve)?
+            }
             None => budget,
         };
-        if trigger < budget {
-            bail!(
-                "--trigger ({trigger} tokens) is below the budget ({budget} tokens): the trigger must be at least the budget"
-            );
-        }
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;
         let mut warnings = p.warnings;

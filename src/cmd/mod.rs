@@ -16,7 +16,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::document::{Dialect, Document};
-use crate::settings::{ModelArgs, Settings};
+use crate::settings::{Budget, InputLimit, ModelArgs, Settings};
 
 /// Input flags shared by every command that reads documents.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -117,23 +117,25 @@ pub struct Prepared {
     pub warnings: Vec<String>,
 }
 
-/// Recognises a document and resolves its model settings.
-pub fn prepare(
+/// Recognises a document and resolves its model settings, for `count`. A message without a
+/// `role` is an input error; a document that mixes the two dialects gets a warning (it is
+/// counted whole).
+pub fn prepare_to_count(
     value: Value,
     input: &InputArgs,
     model: &ModelArgs,
     env: &Env,
     extra_tools: Option<Arc<Value>>,
 ) -> Result<Prepared> {
-    let flag_or_env = model.model.as_deref().or(env.model.as_deref());
-    let doc = Document::parse(value, input.format, |body_model| {
-        Settings::is_claude(model.model.as_deref().or(body_model).or(flag_or_env))
-    })?;
+    let doc = Document::parse(value, input.format)?;
+    doc.require_roles()?;
     let mut warnings = Vec::new();
+    warnings.extend(doc.mixed_dialects());
     let settings = Settings::resolve(
         model,
         doc.body_model(),
         env.model.as_deref(),
+        doc.dialect,
         extra_tools,
         &mut warnings,
     );
@@ -142,6 +144,39 @@ pub fn prepare(
         settings,
         warnings,
     })
+}
+
+/// [`prepare_to_count`] for the commands that remove or rewrite messages: also refuses a
+/// document whose tool calls or results are written in the other dialect than the one it is
+/// read as, since they could not be paired safely.
+pub fn prepare(
+    value: Value,
+    input: &InputArgs,
+    model: &ModelArgs,
+    env: &Env,
+    extra_tools: Option<Arc<Value>>,
+) -> Result<Prepared> {
+    let p = prepare_to_count(value, input, model, env, extra_tools)?;
+    p.doc.require_one_tool_format()?;
+    Ok(p)
+}
+
+impl Prepared {
+    /// The most input a request for this document may hold: the window minus the reserve
+    /// (`reserve`, else the body's max_tokens / max_completion_tokens, else 4096); `None` when
+    /// the window is unknown.
+    pub fn input_limit(&self, reserve: Option<u64>) -> Result<Option<InputLimit>> {
+        self.settings
+            .input_limit(reserve, self.doc.body_max_tokens())
+    }
+
+    /// A budget or trigger of a command that writes requests, in tokens: lowered to the input
+    /// limit, with a warning, when it is above it (SPEC §3).
+    pub fn request_tokens(&mut self, flag: &str, b: Budget, reserve: Option<u64>) -> Result<u64> {
+        let limit = self.input_limit(reserve)?;
+        self.settings
+            .request_tokens(flag, b, limit.as_ref(), &mut self.warnings)
+    }
 }
 
 /// The exit code for a failed document (SPEC §5): 3 when it cannot fit its budget, else 2
@@ -194,21 +229,23 @@ impl std::error::Error for CannotFit {}
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct BudgetArgs {
     /// Token budget: N tokens, or P% of the context window (default: the window minus the
-    /// reserve).
+    /// reserve). A budget above the window minus the reserve is lowered to it, with a
+    /// warning: the provider would reject a larger request.
     #[arg(long, value_name = "N|P%")]
-    pub budget: Option<crate::settings::Budget>,
+    pub budget: Option<Budget>,
 
-    /// Tokens kept free for the reply when the budget is the default (default: the body's
-    /// max_tokens / max_completion_tokens, else 4096).
+    /// Tokens kept free for the reply: the budget never goes above the window minus this
+    /// (default: the body's max_tokens / max_completion_tokens, else 4096).
     #[arg(long, value_name = "N")]
     pub reserve: Option<u64>,
 }
 
 impl BudgetArgs {
-    /// The budget for a document: `--budget`, else the window minus the reserve.
-    pub fn budget(&self, p: &Prepared) -> Result<u64> {
+    /// The budget for a document: `--budget` (lowered to the window minus the reserve, with a
+    /// warning in `p`), else the window minus the reserve.
+    pub fn budget(&self, p: &mut Prepared) -> Result<u64> {
         match self.budget {
-            Some(b) => p.settings.budget_tokens(b),
+            Some(b) => p.request_tokens("--budget", b, self.reserve),
             None => p
                 .settings
                 .default_budget(self.reserve, p.doc.body_max_tokens()),

@@ -50,9 +50,15 @@ pub struct Args {
     #[arg(long, value_name = "TEXT", default_value = DEFAULT_PLACEHOLDER)]
     pub placeholder: String,
 
-    /// Do nothing unless the document is over N tokens or P% of the window.
+    /// Do nothing unless the document is over N tokens or P% of the window (lowered, with a
+    /// warning, to the window minus the reserve: the provider would reject a larger request).
     #[arg(long, value_name = "N|P%")]
     pub trigger: Option<Budget>,
+
+    /// Tokens kept free for the reply: --trigger never goes above the window minus this
+    /// (default: the body's max_tokens / max_completion_tokens, else 4096).
+    #[arg(long, value_name = "N")]
+    pub reserve: Option<u64>,
 
     /// Clear nothing unless at least N tokens would be cleared.
     #[arg(long, value_name = "N")]
@@ -670,23 +676,24 @@ impl<'a> Runner<'a> {
 
     /// Prunes one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let p = prepare(
+        let mut p = prepare(
             value,
             &self.args.input,
             &self.args.model,
             self.env,
             self.tools.clone(),
         )?;
+        let trigger = self
+            .args
+            .trigger
+            .map(|t| p.request_tokens("--trigger", t, self.args.reserve))
+            .transpose()?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;
         let opts = Options {
             keep: self.args.keep,
             placeholder: self.args.placeholder.clone(),
-            trigger: self
-                .args
-                .trigger
-                .map(|t| p.settings.budget_tokens(t))
-                .transpose()?,
+            trigger,
             clear_at_least: self.args.clear_at_least,
             exclude_tools: self.args.exclude_tools.clone(),
             clear_inputs: self.args.clear_inputs,

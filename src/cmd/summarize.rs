@@ -67,12 +67,13 @@ pub struct Args {
     pub after_messages: usize,
 
     /// Summarize when the document is over N tokens or P% of the window (default: the smaller
-    /// of 128000 and the window minus the reserve).
+    /// of 128000 and the window minus the reserve; never above the window minus the reserve,
+    /// where the provider would reject the request: a larger value is lowered, with a warning).
     #[arg(long, value_name = "N|P%")]
     pub over_tokens: Option<Budget>,
 
-    /// Tokens kept free for the reply, for the default --over-tokens (default: the body's
-    /// max_tokens, else 4096).
+    /// Tokens kept free for the reply: --over-tokens never goes above the window minus this
+    /// (default: the body's max_tokens / max_completion_tokens, else 4096).
     #[arg(long, value_name = "N")]
     pub reserve: Option<u64>,
 
@@ -817,22 +818,22 @@ impl<'a> Runner<'a> {
     /// Summarizes one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
         let args = self.args;
-        let p = prepare(
+        let mut p = prepare(
             value,
             &args.input,
             &args.model,
             self.env,
             self.tools.clone(),
         )?;
-        let counter = Counter::new(&p.settings, p.doc.dialect);
-        let count = counter.document(&p.doc)?;
         let over_tokens = match args.over_tokens {
-            Some(b) => p.settings.budget_tokens(b)?,
+            Some(b) => p.request_tokens("--over-tokens", b, args.reserve)?,
             None => p
                 .settings
                 .default_budget(args.reserve, p.doc.body_max_tokens())
                 .map_or(128_000, |b| b.min(128_000)),
         };
+        let counter = Counter::new(&p.settings, p.doc.dialect);
+        let count = counter.document(&p.doc)?;
         let opts = Options {
             keep_recent: args.summary.keep_recent,
             after_messages: args.after_messages,

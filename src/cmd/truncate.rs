@@ -730,14 +730,14 @@ impl<'a> Runner<'a> {
 
     /// Truncates one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let p = prepare(
+        let mut p = prepare(
             value,
             &self.args.input,
             &self.args.model,
             self.env,
             self.tools.clone(),
         )?;
-        let budget = self.args.budget.budget(&p)?;
+        let budget = self.args.budget.budget(&mut p)?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;
         let opts = Options {

@@ -184,7 +184,7 @@ pub fn document() -> impl Strategy<Value = (Value, Dialect)> {
 }
 
 pub fn parse(v: Value, dialect: Dialect) -> Document {
-    Document::parse(v, Some(dialect), Settings::is_claude).expect("generated documents parse")
+    Document::parse(v, Some(dialect)).expect("generated documents parse")
 }
 
 pub fn settings_for(doc: &Document) -> Settings {
@@ -192,7 +192,14 @@ pub fn settings_for(doc: &Document) -> Settings {
         image_size: (1024, 1024),
         ..Default::default()
     };
-    Settings::resolve(&args, doc.body_model(), None, None, &mut Vec::new())
+    Settings::resolve(
+        &args,
+        doc.body_model(),
+        None,
+        doc.dialect,
+        None,
+        &mut Vec::new(),
+    )
 }
 
 pub fn tokens(doc: &Document) -> usize {
