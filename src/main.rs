@@ -311,6 +311,21 @@ type Job = (usize, input::Origin, anyhow::Result<input::RawDocument>);
 /// A document processed, with its number.
 type Done = (usize, input::Origin, anyhow::Result<Outcome>);
 
+/// The most worker threads `-j` starts. Counting and the other local commands are CPU-bound,
+/// so more threads than cores only cost memory; 64 also bounds how many summarizer requests
+/// are in flight at once.
+const MAX_JOBS: usize = 64;
+
+/// The number of worker threads for `-j`: the number of CPUs by default and for `-j 0`, never
+/// more than [`MAX_JOBS`].
+fn worker_threads(jobs: Option<usize>) -> usize {
+    match jobs {
+        None | Some(0) => std::thread::available_parallelism().map_or(1, usize::from),
+        Some(n) => n,
+    }
+    .min(MAX_JOBS)
+}
+
 /// Runs `process` over every input document on `jobs` threads and writes the results in input
 /// order; returns the most severe exit code seen.
 ///
@@ -341,10 +356,7 @@ fn filter(
         quiet: output.quiet,
         broken_input: None,
     };
-    let jobs = output.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, usize::from),
-        |j| j.max(1),
-    );
+    let jobs = worker_threads(output.jobs);
     if jobs == 1 {
         for (origin, value) in docs {
             if emitter.broken_input == Some(origin.input) {
@@ -513,6 +525,17 @@ mod tests {
     #[test]
     fn diagnostics_stay_on_one_line() {
         assert_eq!(one_line("model 'a\nb'\r"), "model 'a\\nb'\\r");
+    }
+
+    #[test]
+    fn jobs_are_capped() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(worker_threads(None), cpus.min(MAX_JOBS));
+        assert_eq!(worker_threads(Some(0)), cpus.min(MAX_JOBS));
+        assert_eq!(worker_threads(Some(1)), 1);
+        assert_eq!(worker_threads(Some(3)), 3);
+        assert_eq!(worker_threads(Some(5000)), MAX_JOBS);
+        assert_eq!(worker_threads(Some(usize::MAX)), MAX_JOBS);
     }
 
     #[test]

@@ -1559,6 +1559,25 @@ fn unreadable_files_are_reported_and_the_other_files_processed() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `-j` is capped: a huge value neither panics nor starts a thread per document; `-j 0` means
+/// the default.
+#[test]
+fn any_jobs_value_is_handled() {
+    let docs: Vec<Value> = (0..50).map(|_| follower()).collect();
+    let input = jsonl(&docs);
+    let want = ctx(&["count", "-c", "-j", "1"], input.clone());
+    for jobs in ["0", "5000", "18446744073709551615"] {
+        let run = ctx(&["count", "-c", "-j", jobs], input.clone());
+        run.assert_robust();
+        assert_eq!(run.code(), 0, "{}", run.context());
+        assert_eq!(run.stdout, want.stdout, "{}", run.context());
+    }
+    let run = ctx(&["count", "-j", "99999999999999999999999"], input);
+    run.assert_robust();
+    assert_eq!(run.code(), 2, "{}", run.context());
+    assert_eq!(run.errors().len(), 1, "{}", run.context());
+}
+
 // ---------------------------------------------------------------------------------------------
 // A closed stdout (`| head -1`) ends quietly with 0
 // ---------------------------------------------------------------------------------------------

@@ -41,8 +41,8 @@ pub struct OutputArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
-    /// Documents processed at once, for streams of many documents (default: the number of
-    /// CPUs). Output order is always the input order.
+    /// Documents processed at once, for streams of many documents (default, and with 0: the
+    /// number of CPUs; at most 64). Output order is always the input order.
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
 }
