@@ -12,7 +12,7 @@ use std::io::{self, IsTerminal, Read};
 use std::path::PathBuf;
 
 use anyhow::{Error, anyhow, bail};
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 /// Where a document came from, for error messages and reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +43,8 @@ pub struct RawDocument {
     /// Line (from 1) and bytes before it on that line, for error positions in input terms.
     line: usize,
     column: usize,
+    /// Whether a number with an exponent may be in it (whose spelling parsing changes).
+    exponents: bool,
 }
 
 /// A syntax error: it ends the stream of the input it is in, which cannot be resynchronised.
@@ -59,9 +61,10 @@ impl std::error::Error for SyntaxError {}
 
 impl RawDocument {
     /// Parses the document. Errors are `SyntaxError`s, positioned in the whole input (line and
-    /// column as serde_json counts them: lines from 1, columns in bytes from 1).
+    /// column as serde_json counts them: lines from 1, columns in bytes from 1). Numbers keep
+    /// the spelling they have in the input.
     pub fn parse(&self) -> Result<Value, Error> {
-        serde_json::from_slice(&self.bytes).map_err(|e| {
+        let mut value = serde_json::from_slice(&self.bytes).map_err(|e| {
             let mut text = e.to_string();
             if let Some(at) = text.rfind(" at line ") {
                 let line = e.line();
@@ -79,7 +82,123 @@ impl RawDocument {
                 format!("invalid JSON: {text}")
             };
             Error::new(SyntaxError(why))
-        })
+        })?;
+        if self.exponents {
+            restore_exponents(&self.bytes, &mut value);
+        }
+        Ok(value)
+    }
+}
+
+/// serde_json keeps numbers as they are written (`arbitrary_precision`: `1.0`, `-0` and big
+/// integers survive) except for exponents, which it spells `e+5` whatever the input had (`1e5`,
+/// `1E5`, `1E+5`). This puts the input's spelling back, so that a document passes through
+/// byte for byte. The numbers with an exponent are found in the text in order and matched one
+/// for one with those of the value; if they do not match (duplicate keys), nothing is changed.
+/// Two passes that allocate nothing (check, then replace), so that a document made of numbers
+/// costs no extra memory.
+fn restore_exponents(bytes: &[u8], value: &mut Value) {
+    /// Deeper values are left as serde_json spells them (its parser stops at 128 anyway).
+    const MAX_DEPTH: usize = 512;
+
+    fn matches(v: &Value, spelled: &mut ExponentNumbers, depth: usize) -> bool {
+        match v {
+            Value::Number(n) if n.as_str().contains('e') => {
+                spelled.next().is_some_and(|s| same_number(n.as_str(), s))
+            }
+            _ if depth > MAX_DEPTH => false,
+            Value::Array(items) => items.iter().all(|v| matches(v, spelled, depth + 1)),
+            Value::Object(map) => map.values().all(|v| matches(v, spelled, depth + 1)),
+            _ => true,
+        }
+    }
+
+    fn restore(v: &mut Value, spelled: &mut ExponentNumbers) {
+        match v {
+            Value::Number(n) if n.as_str().contains('e') => {
+                if let Some(s) = spelled.next().filter(|s| n.as_str() != *s) {
+                    // The one way to hold a spelling serde_json would not write itself; the text
+                    // is a valid JSON number (the parser just read it), all `Number` requires.
+                    *n = Number::from_string_unchecked(s.to_string());
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| restore(v, spelled)),
+            Value::Object(map) => map.values_mut().for_each(|v| restore(v, spelled)),
+            _ => {}
+        }
+    }
+
+    let mut spelled = ExponentNumbers { bytes, at: 0 };
+    if matches(value, &mut spelled, 0) && spelled.next().is_none() {
+        restore(value, &mut ExponentNumbers { bytes, at: 0 });
+    }
+}
+
+/// The numbers with an exponent in a JSON text, in order, as written.
+struct ExponentNumbers<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for ExponentNumbers<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let bytes = self.bytes;
+        while self.at < bytes.len() {
+            match bytes[self.at] {
+                b'"' => {
+                    self.at += 1;
+                    loop {
+                        match memchr::memchr2(b'"', b'\\', bytes.get(self.at..)?) {
+                            None => return None,
+                            Some(k) if bytes[self.at + k] == b'\\' => self.at += k + 2,
+                            Some(k) => {
+                                self.at += k + 1;
+                                break;
+                            }
+                        }
+                    }
+                }
+                b'-' | b'0'..=b'9' => {
+                    let start = self.at;
+                    while self.at < bytes.len()
+                        && matches!(
+                            bytes[self.at],
+                            b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'
+                        )
+                    {
+                        self.at += 1;
+                    }
+                    let token = &bytes[start..self.at];
+                    if token.iter().any(|b| matches!(b, b'e' | b'E')) {
+                        return std::str::from_utf8(token).ok();
+                    }
+                }
+                _ => self.at += 1,
+            }
+        }
+        None
+    }
+}
+
+/// Whether `parsed` is how serde_json spells the number written `spelled`: the exponent with
+/// `e`, then always a sign.
+fn same_number(parsed: &str, spelled: &str) -> bool {
+    let Some(at) = spelled.find(['e', 'E']) else {
+        return parsed == spelled;
+    };
+    let (mantissa, exponent) = (&spelled[..at], &spelled[at + 1..]);
+    let Some(rest) = parsed
+        .strip_prefix(mantissa)
+        .and_then(|r| r.strip_prefix('e'))
+    else {
+        return false;
+    };
+    if exponent.starts_with(['+', '-']) {
+        rest == exponent
+    } else {
+        rest.strip_prefix('+') == Some(exponent)
     }
 }
 
@@ -170,6 +289,7 @@ impl Splitter {
             bytes: Vec::new(),
             line: self.line,
             column: self.column,
+            exponents: false,
         };
         let scalar = !matches!(self.buf[self.pos], b'{' | b'[' | b'"');
         let mut depth = 0usize;
@@ -242,6 +362,14 @@ impl Splitter {
                             end = Some(i + 1);
                             break;
                         }
+                    }
+                    b'e' | b'E' => {
+                        // An exponent follows a digit (the `e` of `true` and `false` does not).
+                        let before = match i {
+                            0 => doc.bytes.last().copied(),
+                            _ => Some(chunk[i - 1]),
+                        };
+                        doc.exponents |= before.is_some_and(|c| c.is_ascii_digit());
                     }
                     _ => {}
                 }
@@ -420,6 +548,44 @@ mod tests {
             assert!(err.contains(expected), "{input:?}: {err}");
             assert!(err.starts_with("invalid JSON: "), "{err}");
         }
+    }
+
+    /// Numbers are written back as the input spells them.
+    #[test]
+    fn numbers_keep_their_spelling() {
+        let input = r#"{"a":[1e5,1E5,1e+5,1E+05,-1.5e-3,-0,-0.0,0.1000,1e-7,2.50,0e0,1E-0],"b":{"c":6.02e23,"d":123456789012345678901234567890,"e":-98765432109876543210.5e0},"s":"1e5 in a string \"2E3\"","t":[true,false,null,1.0]}"#;
+        for step in [1, 3, 1 << 16] {
+            let docs: Vec<String> = split(input, step)
+                .into_iter()
+                .map(|d| String::from_utf8(crate::output::render(&d.unwrap(), true)).unwrap())
+                .collect();
+            assert_eq!(docs, vec![format!("{input}\n")]);
+        }
+        for (parsed, spelled, same) in [
+            ("1e+5", "1e5", true),
+            ("1e+5", "1E+5", true),
+            ("-1.5e-3", "-1.5E-3", true),
+            ("1e+5", "1e-5", false),
+            ("2e+5", "1e5", false),
+            ("1e+50", "1e5", false),
+            ("10e+5", "1e5", false),
+        ] {
+            assert_eq!(same_number(parsed, spelled), same, "{parsed} {spelled}");
+        }
+        let whole = |text: &str| RawDocument {
+            bytes: text.as_bytes().to_vec(),
+            line: 1,
+            column: 0,
+            exponents: true,
+        };
+        // The spelling is what the counter sees too.
+        let v = whole("[1E5]").parse().unwrap();
+        assert_eq!(v.to_string(), "[1E5]");
+        assert_eq!(v[0].as_f64(), Some(1e5));
+        // Duplicate keys keep the last value, and the numbers cannot be matched: serde_json's
+        // spelling stays, nothing is mixed up.
+        let v = whole(r#"{"a":1e5,"a":2E5,"b":3e5}"#).parse().unwrap();
+        assert_eq!(v.to_string(), r#"{"a":2e+5,"b":3e+5}"#);
     }
 
     proptest! {

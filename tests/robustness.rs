@@ -1559,6 +1559,44 @@ fn unreadable_files_are_reported_and_the_other_files_processed() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Reading input (SPEC §1): empty inputs, encodings, numbers, limits, endless streams, -j
+// ---------------------------------------------------------------------------------------------
+
+/// Numbers are written back as they were written: `1e5` stays `1e5`, `1E+05` stays `1E+05`,
+/// `1.0`, `-0` and big integers are unchanged, by every command that passes a document
+/// through.
+#[test]
+fn numbers_pass_through_byte_for_byte() {
+    let body = r#"{"model":"gpt-4o","temperature":1.0,"top_p":1E0,"seed":123456789012345678901234567890,"x":[1e5,1E5,1e+5,1E+05,-1.5e-3,-0,-0.0,0.1000,1e-7,2.50,0e0],"messages":[{"role":"system","content":"be_brief"},{"role":"user","content":"hi","extra":{"n":6.02e23,"m":-0,"big":-98765432109876543210.5e-0}}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"k":{"type":"number","minimum":-1E-2,"maximum":1e3}}}}}]}"#;
+    let input = format!("{body}\n{body}\n");
+    for args in [
+        &["truncate", "--budget", "100000"][..],
+        &["prune"][..],
+        &["fit", "--budget", "100000"][..],
+        &["summarize"][..],
+    ] {
+        let compact = [args, &["-c"]].concat();
+        let run = ctx(&compact, input.clone());
+        run.assert_robust();
+        assert_eq!(run.code(), 0, "{}", run.context());
+        assert_eq!(
+            String::from_utf8_lossy(&run.stdout),
+            input,
+            "{}",
+            run.context()
+        );
+        // Pretty output holds the same bytes once the indentation is taken out.
+        let run = ctx(args, input.clone());
+        assert_eq!(run.code(), 0, "{}", run.context());
+        let squeezed: String = String::from_utf8_lossy(&run.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join("");
+        assert_eq!(squeezed, format!("{body}{body}"), "{}", run.context());
+    }
+}
+
 /// `-j` is capped: a huge value neither panics nor starts a thread per document; `-j 0` means
 /// the default.
 #[test]
