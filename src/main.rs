@@ -87,37 +87,35 @@ fn main() -> ExitCode {
     let code = match &cli.command {
         Command::Models(args) => single(cmd::models::run(args)),
         Command::Count(args) => match cmd::count::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input.files, &args.output_flags, None, |o, v| {
+            Ok(r) => filter(&args.input, &args.output_flags, None, |o, v| {
                 r.process(o, v)
             }),
             Err(e) => fail(&e),
         },
         Command::Check(args) => {
             let r = cmd::check::Runner::new(args, &env);
-            filter(&args.input.files, &args.output, None, |o, v| {
-                r.process(o, v)
-            })
+            filter(&args.input, &args.output, None, |o, v| r.process(o, v))
         }
         Command::Prune(args) => match cmd::prune::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input.files, &args.output, Some(&args.side), |o, v| {
+            Ok(r) => filter(&args.input, &args.output, Some(&args.side), |o, v| {
                 r.process(o, v)
             }),
             Err(e) => fail(&e),
         },
         Command::Summarize(args) => match cmd::summarize::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input.files, &args.output, Some(&args.side), |o, v| {
+            Ok(r) => filter(&args.input, &args.output, Some(&args.side), |o, v| {
                 r.process(o, v)
             }),
             Err(e) => fail(&e),
         },
         Command::Fit(args) => match cmd::fit::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input.files, &args.output, Some(&args.side), |o, v| {
+            Ok(r) => filter(&args.input, &args.output, Some(&args.side), |o, v| {
                 r.process(o, v)
             }),
             Err(e) => fail(&e),
         },
         Command::Truncate(args) => match cmd::truncate::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input.files, &args.output, Some(&args.side), |o, v| {
+            Ok(r) => filter(&args.input, &args.output, Some(&args.side), |o, v| {
                 r.process(o, v)
             }),
             Err(e) => fail(&e),
@@ -312,16 +310,31 @@ type Job = (usize, input::Origin, anyhow::Result<input::RawDocument>);
 /// A document processed, with its number.
 type Done = (usize, input::Origin, anyhow::Result<Outcome>);
 
+/// The most worker threads `-j` starts. Counting and the other local commands are CPU-bound,
+/// so more threads than cores only cost memory; 64 also bounds how many summarizer requests
+/// are in flight at once.
+const MAX_JOBS: usize = 64;
+
+/// The number of worker threads for `-j`: the number of CPUs by default and for `-j 0`, never
+/// more than [`MAX_JOBS`].
+fn worker_threads(jobs: Option<usize>) -> usize {
+    match jobs {
+        None | Some(0) => std::thread::available_parallelism().map_or(1, usize::from),
+        Some(n) => n,
+    }
+    .min(MAX_JOBS)
+}
+
 /// Runs `process` over every input document on `jobs` threads and writes the results in input
 /// order; returns the most severe exit code seen.
 ///
 /// The input is read and split into documents on this thread; the workers parse and process
 /// them, and results are written here, in order, as soon as every earlier one has been. A
 /// syntax error ends its input's stream at the same document whatever the number of threads
-/// (the emitter skips the rest of that input). At most a few documents per worker are in
-/// flight, so memory stays bounded however long the stream.
+/// (the emitter skips the rest of that input, and reading it stops). At most a few documents
+/// per worker are in flight, so memory stays bounded however long the stream.
 fn filter(
-    files: &[std::path::PathBuf],
+    input: &cmd::InputArgs,
     output: &cmd::OutputArgs,
     sidecar_args: Option<&cmd::SideArgs>,
     process: impl Fn(&input::Origin, serde_json::Value) -> anyhow::Result<Outcome> + Sync,
@@ -330,7 +343,7 @@ fn filter(
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    let mut docs = match Documents::open(files) {
+    let mut docs = match Documents::open(&input.files, input.max_input_size) {
         Ok(d) => d,
         Err(e) => return fail(&e),
     };
@@ -342,20 +355,17 @@ fn filter(
         quiet: output.quiet,
         broken_input: None,
     };
-    let jobs = output.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, usize::from),
-        |j| j.max(1),
-    );
+    let jobs = worker_threads(output.jobs);
     if jobs == 1 {
-        for (origin, value) in docs {
-            if emitter.broken_input == Some(origin.input) {
-                continue;
-            }
+        while let Some((origin, value)) = docs.next() {
             let result = value
                 .and_then(|raw| raw.parse())
                 .and_then(|v| process(&origin, v));
             if let Err(code) = emitter.emit(&origin, result) {
                 return code;
+            }
+            if let Some(input) = emitter.broken_input {
+                docs.end_input(input); // a syntax error: read no more of that input
             }
         }
         return emitter.code;
@@ -400,6 +410,8 @@ fn filter(
         let mut next = 0usize;
         // The end (last number + 1) of every batch sent and not yet written.
         let mut out: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+        // The input a syntax error ended, as the emitter saw it: reading it stops.
+        let broken = std::cell::Cell::new(None);
         // Takes the finished results (first waiting for one if `wait`), writes every one that is
         // next in order and forgets the batches fully written. Ok(false): no result can come.
         let mut settle = |pending: &mut std::collections::BTreeMap<usize, _>,
@@ -423,6 +435,7 @@ fn filter(
                 emitter.emit(&origin, result)?;
                 *next += 1;
             }
+            broken.set(emitter.broken_input);
             while out.front().is_some_and(|&end| *next >= end) {
                 out.pop_front();
             }
@@ -444,6 +457,9 @@ fn filter(
                         Ok(_) => {}
                     }
                 }
+            }
+            if let Some(input) = broken.get() {
+                docs.end_input(input); // a syntax error: read no more of that input
             }
             let tried = batch.is_empty() || docs.buffered();
             let item = if tried { docs.next() } else { None };
@@ -514,6 +530,17 @@ mod tests {
     #[test]
     fn diagnostics_stay_on_one_line() {
         assert_eq!(one_line("model 'a\nb'\r"), "model 'a\\nb'\\r");
+    }
+
+    #[test]
+    fn jobs_are_capped() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(worker_threads(None), cpus.min(MAX_JOBS));
+        assert_eq!(worker_threads(Some(0)), cpus.min(MAX_JOBS));
+        assert_eq!(worker_threads(Some(1)), 1);
+        assert_eq!(worker_threads(Some(3)), 3);
+        assert_eq!(worker_threads(Some(5000)), MAX_JOBS);
+        assert_eq!(worker_threads(Some(usize::MAX)), MAX_JOBS);
     }
 
     #[test]

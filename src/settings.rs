@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::document::Dialect;
 use crate::image::OpenAiImageScheme;
+use crate::input::{ByteSize, RawDocument, read_flag_file};
 use crate::models::{self, ImageRule, Model};
 use crate::tokenizer::Encoding;
 
@@ -130,12 +131,17 @@ pub struct InputLimit {
     pub source: &'static str,
 }
 
-/// The tools file given with `--tools`, read once per run.
-pub fn read_tools_file(path: &Path) -> Result<Arc<Value>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--tools {}: cannot read", path.display()))?;
-    let v: Value = serde_json::from_str(&text)
-        .with_context(|| format!("--tools {}: invalid JSON", path.display()))?;
+/// The tools file given with `--tools`, read once per run, at most `limit` bytes
+/// (`--max-input-size`).
+pub fn read_tools_file(path: &Path, limit: ByteSize) -> Result<Arc<Value>> {
+    let flag = || format!("--tools {}", path.display());
+    let text = read_flag_file(path, limit).with_context(flag)?;
+    if text.trim().is_empty() {
+        bail!("{}: the file is empty", flag());
+    }
+    let v: Value = RawDocument::whole(text.into_bytes())
+        .parse()
+        .with_context(flag)?;
     let ok = v.is_array()
         || v.get("tools").is_some_and(Value::is_array)
         || v.get("functions").is_some_and(Value::is_array);

@@ -26,7 +26,15 @@ struct Defaults {
 
 fn extractive() -> Summarizer {
     let args = Defaults::parse_from(["fit"]).summary;
-    Summarizer::new(&args, Engine::Extractive, &Env::default(), true, "fit").unwrap()
+    Summarizer::new(
+        &args,
+        Engine::Extractive,
+        &Env::default(),
+        true,
+        "fit",
+        Default::default(),
+    )
+    .unwrap()
 }
 
 const ALL: [Stage; 6] = [

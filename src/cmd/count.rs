@@ -75,7 +75,7 @@ impl<'a> Runner<'a> {
             .model
             .tools
             .as_deref()
-            .map(read_tools_file)
+            .map(|p| read_tools_file(p, args.input.max_input_size))
             .transpose()?;
         Ok(Runner { args, env, tools })
     }

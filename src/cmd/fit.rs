@@ -481,7 +481,7 @@ impl<'a> Runner<'a> {
             .model
             .tools
             .as_deref()
-            .map(read_tools_file)
+            .map(|p| read_tools_file(p, args.input.max_input_size))
             .transpose()?;
         if let (Some(Budget::Tokens(b)), Some(Budget::Tokens(t))) =
             (args.budget.budget, args.trigger)
@@ -528,6 +528,7 @@ impl<'a> Runner<'a> {
                 env,
                 args.output.quiet,
                 "fit",
+                args.input.max_input_size,
             )?)
         } else {
             None

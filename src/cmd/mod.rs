@@ -28,6 +28,12 @@ pub struct InputArgs {
     /// Dialect of the messages, overriding detection.
     #[arg(long, value_enum, value_name = "DIALECT")]
     pub format: Option<Dialect>,
+
+    /// Largest document ctx reads, and largest --tools, --prompt-file or --summary-file: a
+    /// number of bytes with an optional K, M or G (powers of 1024). A larger one is an input
+    /// error (exit 2) that ends its input.
+    #[arg(long, value_name = "SIZE", default_value = "256M")]
+    pub max_input_size: crate::input::ByteSize,
 }
 
 /// Output flags shared by every command.
@@ -41,8 +47,8 @@ pub struct OutputArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
-    /// Documents processed at once, for streams of many documents (default: the number of
-    /// CPUs). Output order is always the input order.
+    /// Documents processed at once, for streams of many documents (default, and with 0: the
+    /// number of CPUs; at most 64). Output order is always the input order.
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
 }

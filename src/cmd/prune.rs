@@ -666,7 +666,7 @@ impl<'a> Runner<'a> {
             .model
             .tools
             .as_deref()
-            .map(read_tools_file)
+            .map(|p| read_tools_file(p, args.input.max_input_size))
             .transpose()?;
         if args.max_tool_tokens == Some(0) {
             bail!("--max-tool-tokens must be at least 1");

@@ -20,7 +20,7 @@ use crate::clip::clip_middle;
 use crate::conversation::{Conversation, PinOptions};
 use crate::counter::{Counter, DocumentCount, Notes};
 use crate::document::{Dialect, Document};
-use crate::input::Origin;
+use crate::input::{ByteSize, Origin, read_flag_file};
 use crate::llm::{BaseUrl, ChatRequest, Endpoint, UrlArg};
 use crate::output::render;
 use crate::settings::{Budget, ModelArgs, read_tools_file};
@@ -283,17 +283,19 @@ fn resolve_endpoint(args: &SummaryArgs, env: &Env, timeout: Duration) -> Result<
 
 impl Summarizer {
     /// Resolves `engine` (auto picks llm only when ctx itself is configured for an endpoint,
-    /// and says which on stderr unless `quiet`) and reads the prompt and summary files.
+    /// and says which on stderr unless `quiet`) and reads the prompt and summary files, each at
+    /// most `max_file_size` bytes (`--max-input-size`).
     pub fn new(
         args: &SummaryArgs,
         engine: Engine,
         env: &Env,
         quiet: bool,
         command: &str,
+        max_file_size: ByteSize,
     ) -> Result<Summarizer> {
         let mut prompt = match &args.prompt_file {
-            Some(p) => std::fs::read_to_string(p)
-                .with_context(|| format!("--prompt-file {}: cannot read", p.display()))?,
+            Some(p) => read_flag_file(p, max_file_size)
+                .with_context(|| format!("--prompt-file {}", p.display()))?,
             None => DEFAULT_PROMPT.to_string(),
         };
         if let Some(extra) = &args.instructions {
@@ -302,8 +304,8 @@ impl Summarizer {
         }
         let summary_text = match &args.summary_file {
             Some(p) => {
-                let t = std::fs::read_to_string(p)
-                    .with_context(|| format!("--summary-file {}: cannot read", p.display()))?;
+                let t = read_flag_file(p, max_file_size)
+                    .with_context(|| format!("--summary-file {}", p.display()))?;
                 if t.trim().is_empty() {
                     bail!("--summary-file {}: the file is empty", p.display());
                 }
@@ -798,7 +800,7 @@ impl<'a> Runner<'a> {
             .model
             .tools
             .as_deref()
-            .map(read_tools_file)
+            .map(|p| read_tools_file(p, args.input.max_input_size))
             .transpose()?;
         let summarizer = Summarizer::new(
             &args.summary,
@@ -806,6 +808,7 @@ impl<'a> Runner<'a> {
             env,
             args.output.quiet,
             "summarize",
+            args.input.max_input_size,
         )?;
         Ok(Runner {
             args,

@@ -720,7 +720,7 @@ impl<'a> Runner<'a> {
             .model
             .tools
             .as_deref()
-            .map(read_tools_file)
+            .map(|p| read_tools_file(p, args.input.max_input_size))
             .transpose()?;
         if args.note.as_deref().is_some_and(str::is_empty) {
             bail!("--note needs a text (or no value for the default note)");
