@@ -941,6 +941,11 @@ mod invariants {
             let k = keep_recent.to_string();
             let fmt = match dialect { ctx::document::Dialect::Openai => "openai", _ => "anthropic" };
             let run = summarize(&server.base(), &["--keep-recent", &k, "--format", fmt, "-c", "-q"], &[], &value.to_string());
+            if run.code == 4 && run.stderr.contains("a summary must be smaller than") {
+                // No summary is smaller than the few tokens it would replace: --on-error fail.
+                prop_assert!(server.seen().is_empty(), "the endpoint was called for nothing");
+                return Ok(());
+            }
             prop_assert_eq!(run.code, 0, "{}", run.stderr);
             let input = parse(value, dialect);
             let out = parse(serde_json::from_str(&run.stdout).unwrap(), dialect);

@@ -30,6 +30,10 @@ use crate::settings::{Budget, ModelArgs, read_tools_file};
 const HEADER_PREFIX: &str = "[ctx summary of ";
 const HEADER_SUFFIX: &str = " earlier messages]";
 
+/// The smallest bound a summary's text is attempted in: below it no summary says anything (a
+/// clip marker alone takes about 12 tokens), so no engine is asked.
+const MIN_SUMMARY_TOKENS: usize = 16;
+
 /// The default instructions sent to the summarizer.
 pub const DEFAULT_PROMPT: &str = "You summarize the earlier part of a conversation between a user and an AI assistant (which may use tools) so that the assistant can continue the work without the original messages. Write a concise, factual summary with these sections:\n1. Task and intent: what the user asked for and why.\n2. Done so far: the actions taken and tool calls made, with their outcomes.\n3. Current state: file paths, identifiers, values, errors seen and decisions made, exactly as written.\n4. Remaining: what is still to be done.\nDo not invent anything. Do not address the user. Output only the summary.";
 
@@ -807,7 +811,7 @@ pub fn summarize(
             )
         })
     };
-    let made = if bound == 0 {
+    let made = if bound < MIN_SUMMARY_TOKENS.min(s.max_summary_tokens) {
         Err(no_room())
     } else {
         if s.endpoint.is_some() {
