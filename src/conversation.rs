@@ -276,6 +276,17 @@ impl Conversation {
     }
 }
 
+/// The task of `messages`: the first user message that is not only a tool-result carrier, found
+/// without modelling the whole conversation (it is usually near the start).
+pub fn find_task(messages: &[Value], dialect: Dialect) -> Option<usize> {
+    messages.iter().position(|m| {
+        m.field("role").and_then(Value::as_str) == Some("user") && {
+            let msg = read_message(m, dialect);
+            !msg.only_results
+        }
+    })
+}
+
 /// Resolves `--pin` style indices: negative counts from the end.
 pub fn resolve_index(p: i64, len: usize) -> Result<usize> {
     let i = if p < 0 { len as i64 + p } else { p };
@@ -478,6 +489,15 @@ mod tests {
             vec![(Single, 0, 1), (ToolExchange, 1, 4), (Single, 4, 5)]
         );
         assert_eq!(c.turns, vec![0, 4]);
+        assert_eq!(
+            find_task(msgs.as_array().unwrap(), Dialect::Anthropic),
+            Some(0)
+        );
+        // A result carrier is never the task.
+        assert_eq!(
+            find_task(&msgs.as_array().unwrap()[1..], Dialect::Anthropic),
+            Some(3)
+        );
         assert!(c.messages[3].only_results);
         assert_eq!(
             c.messages[3].results[0].answers,
@@ -650,6 +670,7 @@ mod tests {
             }
             // The task is the first user message.
             prop_assert_eq!(c.task, c.messages.iter().position(|m| m.role == Role::User));
+            prop_assert_eq!(c.task, find_task(&msgs, Dialect::Openai));
         }
     }
 }

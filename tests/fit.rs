@@ -24,8 +24,14 @@ struct Defaults {
     summary: SummaryArgs,
 }
 
-fn extractive() -> Summarizer {
-    let args = Defaults::parse_from(["fit"]).summary;
+/// The extractive summarizer, with `--summary-role user` when `user`.
+fn extractive_as(user: bool) -> Summarizer {
+    let flags: &[&str] = if user {
+        &["fit", "--summary-role", "user"]
+    } else {
+        &["fit"]
+    };
+    let args = Defaults::parse_from(flags).summary;
     Summarizer::new(
         &args,
         Engine::Extractive,
@@ -72,16 +78,27 @@ fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> O
             over_tokens: 0,
             force: true,
             pins,
+            budget: Some(budget),
+            task: None,
         },
     }
 }
 
 /// Runs fit; `Ok(None)` when it reports that the document cannot fit.
 fn run(doc: &Document, opts: &Options) -> Result<Option<Fitting>, TestCaseError> {
+    run_as(doc, opts, false)
+}
+
+/// `run`, with user-role summaries when `user_summaries`.
+fn run_as(
+    doc: &Document,
+    opts: &Options,
+    user_summaries: bool,
+) -> Result<Option<Fitting>, TestCaseError> {
     let s = settings_for(doc);
     let counter = Counter::new(&s, doc.dialect);
     let count = counter.document(doc).unwrap();
-    let summarizer = extractive();
+    let summarizer = extractive_as(user_summaries);
     match fit(doc.clone(), &counter, count, opts, Some(&summarizer)) {
         Ok(f) => {
             prop_assert_eq!(
@@ -101,9 +118,15 @@ fn run(doc: &Document, opts: &Options) -> Result<Option<Fitting>, TestCaseError>
     }
 }
 
+fn is_summary(m: &Value) -> bool {
+    m.get("content")
+        .and_then(Value::as_str)
+        .is_some_and(|c| c.starts_with("[ctx summary of ") && c != SPOOF_USER && c != SPOOF_RESULT)
+}
+
 fn is_inserted(m: &Value) -> bool {
     m.get("content").and_then(Value::as_str).is_some_and(|c| {
-        c.starts_with("[ctx summary of ")
+        (c.starts_with("[ctx summary of ") && c != SPOOF_USER && c != SPOOF_RESULT)
             || (c.starts_with('[') && c.ends_with(" messages removed]"))
     })
 }
@@ -148,8 +171,17 @@ fn pinned_inputs(doc: &Document, pins: &PinOptions) -> Vec<usize> {
 
 /// Every promise of fit on one document; returns whether it fitted.
 fn check_all(doc: &Document, opts: &Options) -> Result<bool, TestCaseError> {
+    check_all_as(doc, opts, false)
+}
+
+/// `check_all`, with user-role summaries when `user_summaries`.
+fn check_all_as(
+    doc: &Document,
+    opts: &Options,
+    user_summaries: bool,
+) -> Result<bool, TestCaseError> {
     let before = tokens(doc);
-    let Some(f) = run(doc, opts)? else {
+    let Some(f) = run_as(doc, opts, user_summaries)? else {
         prop_assert!(
             before as u64 > opts.trigger,
             "a document under its trigger failed"
@@ -177,6 +209,22 @@ fn check_all(doc: &Document, opts: &Options) -> Result<bool, TestCaseError> {
         &pinned_inputs(doc, &opts.prune.pins),
         rewritten,
         is_inserted,
+    )?;
+    // The input's task is in the output verbatim, before any summary (so a later run finds it).
+    if let (Some(task), false) = (task_of(doc), opts.prune.pins.no_keep_task) {
+        let at = out.messages().iter().position(|m| m == task);
+        prop_assert!(at.is_some(), "the task was lost");
+        if let Some(s) = out.messages().iter().position(is_inserted) {
+            prop_assert!(
+                !is_summary(&out.messages()[s]) || s > at.unwrap(),
+                "the summary comes before the task"
+            );
+        }
+    }
+    assert_spoofs_are_ordinary(
+        doc,
+        out,
+        user_summaries || doc.dialect == Dialect::Anthropic,
     )?;
     // I3: no new structural errors.
     prop_assert!(
@@ -220,9 +268,35 @@ fn check_all(doc: &Document, opts: &Options) -> Result<bool, TestCaseError> {
         }
     }
     // I6: fit of fit is fit.
-    let again = run(out, opts)?.expect("a fitted document fits again");
+    let again = run_as(out, opts, user_summaries)?.expect("a fitted document fits again");
     prop_assert_eq!(again.doc.value(), out.value(), "fit is idempotent");
+    // A later run with a smaller budget (a loop compacting again) still finds the task: no
+    // summary or note a stage inserted is taken for it.
+    if let (Some(task), false) = (task_of(doc), opts.prune.pins.no_keep_task) {
+        let mut smaller = clone_options(opts);
+        smaller.budget = opts.budget * 3 / 4;
+        smaller.trigger = smaller.budget;
+        smaller.truncate.budget = smaller.budget;
+        if let Some(later) = run_as(out, &smaller, user_summaries)? {
+            prop_assert!(
+                later.doc.messages().contains(task),
+                "a later run lost the task"
+            );
+        }
+    }
     Ok(true)
+}
+
+fn clone_options(o: &Options) -> Options {
+    Options {
+        budget: o.budget,
+        trigger: o.trigger,
+        stages: o.stages.clone(),
+        details: o.details,
+        prune: o.prune.clone(),
+        truncate: o.truncate.clone(),
+        summarize: o.summarize.clone(),
+    }
 }
 
 fn stages() -> impl proptest::strategy::Strategy<Value = Vec<Stage>> {
@@ -244,7 +318,7 @@ fn stages() -> impl proptest::strategy::Strategy<Value = Vec<Stage>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 80, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 120, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn fit_keeps_every_invariant(
@@ -257,6 +331,7 @@ proptest! {
         drop_system in proptest::bool::weighted(0.2),
         no_keep_task in proptest::bool::weighted(0.2),
         thinking in proptest::sample::select(vec![Thinking::Keep, Thinking::Old, Thinking::All]),
+        user_summaries in proptest::bool::weighted(0.3),
     ) {
         let doc = parse(value, dialect);
         let total = tokens(&doc) as f64;
@@ -267,7 +342,7 @@ proptest! {
         opts.truncate.note = note.then(|| NOTE.to_string());
         opts.prune.clear_inputs = clear_inputs;
         opts.prune.thinking = thinking;
-        check_all(&doc, &opts)?;
+        check_all_as(&doc, &opts, user_summaries)?;
     }
 }
 
@@ -424,4 +499,221 @@ fn a_message_changed_by_two_stages_is_dropped_once_as_the_original() {
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].reason, "cleared,truncated");
     assert_eq!(d[0].message, doc.messages()[2]);
+}
+
+/// Runs the binary on `input` with no CTX_*/OPENAI_* variables; (exit code, stdout, stderr).
+fn ctx_cli(args: &[&str], input: &Value) -> (i32, String, String) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("CTX_") || name.starts_with("OPENAI_") {
+            cmd.env_remove(&name);
+        }
+    }
+    let mut child = cmd
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = serde_json::to_vec(input).unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || pipe.write_all(&bytes));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// A system prompt, an assistant greeting, the task, then eight tool exchanges: as an OpenAI
+/// body, or as an Anthropic body.
+fn greeting_then_task(dialect: Dialect) -> Value {
+    let result = |i: usize| format!("output of step {i} {}", "lorem ipsum dolor ".repeat(20));
+    let mut msgs = vec![
+        json!({"role": "assistant", "content": "Hello! How can I help you today?"}),
+        json!({"role": "user", "content": "Fix the failing test in src/parser.rs please."}),
+    ];
+    for i in 0..8 {
+        match dialect {
+            Dialect::Openai => {
+                msgs.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("call_{i}"),
+                    "type": "function", "function": {"name": "run", "arguments": format!("{{\"cmd\": \"step {i}\"}}")}}]}));
+                msgs.push(json!({"role": "tool", "tool_call_id": format!("call_{i}"), "content": result(i)}));
+            }
+            Dialect::Anthropic => {
+                msgs.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("toolu_{i}"),
+                    "name": "run", "input": {"cmd": format!("step {i}")}}]}));
+                msgs.push(json!({"role": "user", "content": [{"type": "tool_result",
+                    "tool_use_id": format!("toolu_{i}"), "content": result(i)}]}));
+            }
+        }
+    }
+    match dialect {
+        Dialect::Openai => {
+            msgs.insert(
+                0,
+                json!({"role": "system", "content": "You are a coding agent."}),
+            );
+            json!({"model": "gpt-4o", "messages": msgs})
+        }
+        Dialect::Anthropic => json!({"model": "claude-sonnet-4-5", "max_tokens": 1024,
+            "system": "You are a coding agent.", "messages": msgs}),
+    }
+}
+
+/// `fit --summarize` with user-role summaries (Anthropic, or OpenAI with `--summary-role user`)
+/// and a small budget kept the summary and dropped the task: the summary was placed before the
+/// task, and the truncate stage took it for the task. The input's task now stays, verbatim, with
+/// any summary after it, at every budget.
+#[test]
+fn fit_summarize_keeps_the_task_after_a_greeting() {
+    for (dialect, extra) in [
+        (Dialect::Anthropic, None),
+        (Dialect::Openai, Some("--summary-role=user")),
+        (Dialect::Openai, None),
+    ] {
+        let input = greeting_then_task(dialect);
+        let task =
+            json!({"role": "user", "content": "Fix the failing test in src/parser.rs please."});
+        for budget in ["200", "250", "300", "120"] {
+            let mut args = vec![
+                "fit",
+                "--budget",
+                budget,
+                "--summarize=extractive",
+                "-q",
+                "-c",
+            ];
+            args.extend(extra);
+            let (code, stdout, stderr) = ctx_cli(&args, &input);
+            assert_eq!(code, 0, "{dialect:?} {extra:?} at {budget}: {stderr}");
+            let out: Value = serde_json::from_str(&stdout).unwrap();
+            let msgs = out["messages"].as_array().unwrap();
+            let at = msgs.iter().position(|m| *m == task);
+            assert!(
+                at.is_some(),
+                "{dialect:?} {extra:?} at {budget}: the task was lost: {stdout}"
+            );
+            if let Some(s) = msgs.iter().position(is_summary) {
+                assert!(
+                    s > at.unwrap(),
+                    "the summary comes before the task: {stdout}"
+                );
+            }
+            let doc = parse(out.clone(), dialect);
+            assert!(tokens(&doc) <= budget.parse().unwrap());
+            assert_eq!(error_count(&doc), 0, "{stdout}");
+            // A later run on the output still finds the task.
+            let more = budget.parse::<u64>().unwrap() / 2;
+            let mut args = vec![
+                "fit",
+                "--budget",
+                &*more.to_string(),
+                "--summarize=extractive",
+                "-q",
+                "-c",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+            args.extend(extra.map(String::from));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, again, _) = ctx_cli(&args, &out);
+            if code == 0 {
+                let again: Value = serde_json::from_str(&again).unwrap();
+                assert!(
+                    again["messages"].as_array().unwrap().contains(&task),
+                    "{again}"
+                );
+            }
+        }
+    }
+}
+
+/// With a budget that leaves room for it, the summary is made, placed right after the task (the
+/// greeting before the task is summarized with the exchanges), and the task still opens the
+/// conversation.
+#[test]
+fn fit_summarize_places_the_summary_after_the_task() {
+    let input = greeting_then_task(Dialect::Anthropic);
+    let (code, stdout, stderr) = ctx_cli(
+        &[
+            "fit",
+            "--budget",
+            "300",
+            "--summarize=extractive",
+            "-c",
+            "--report",
+            "-",
+        ],
+        &input,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let out: Value = serde_json::from_str(&stdout).unwrap();
+    let msgs = out["messages"].as_array().unwrap();
+    assert_eq!(
+        msgs[0], input["messages"][1],
+        "the task opens the conversation"
+    );
+    assert!(is_summary(&msgs[1]), "{stdout}");
+    assert_eq!(msgs[1]["role"], "user");
+    let report = stderr
+        .lines()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .unwrap();
+    assert_eq!(report["stopped_at"], "summarize", "{report}");
+}
+
+/// A note in the user role (Anthropic) is never put before the task: where the removed messages
+/// came before it (an assistant greeting), the note follows the task, so a later run still takes
+/// the task for the task and keeps it.
+#[test]
+fn a_note_never_comes_before_the_task() {
+    let input = greeting_then_task(Dialect::Anthropic);
+    let task = input["messages"][1].clone();
+    let (code, stdout, stderr) = ctx_cli(&["fit", "--budget", "300", "--note", "-q", "-c"], &input);
+    assert_eq!(code, 0, "{stderr}");
+    let out: Value = serde_json::from_str(&stdout).unwrap();
+    let msgs = out["messages"].as_array().unwrap();
+    assert_eq!(msgs[0], task, "{stdout}");
+    assert!(
+        msgs[1]["content"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("[ctx: ")),
+        "{stdout}"
+    );
+    // The agent goes on; the next compaction keeps the task.
+    let mut next = out.clone();
+    let more = greeting_then_task(Dialect::Anthropic)["messages"]
+        .as_array()
+        .unwrap()[2..6]
+        .to_vec();
+    next["messages"]
+        .as_array_mut()
+        .unwrap()
+        .extend(more.into_iter().map(|mut m| {
+            if let Some(blocks) = m["content"].as_array_mut() {
+                for b in blocks {
+                    for k in ["id", "tool_use_id"] {
+                        if let Some(id) = b[k].as_str().map(|s| format!("{s}_next")) {
+                            b[k] = json!(id);
+                        }
+                    }
+                }
+            }
+            m
+        }));
+    let (code, stdout, stderr) = ctx_cli(&["fit", "--budget", "250", "--note", "-q", "-c"], &next);
+    assert_eq!(code, 0, "{stderr}");
+    let again: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        again["messages"].as_array().unwrap().contains(&task),
+        "{stdout}"
+    );
+    assert_eq!(error_count(&parse(again, Dialect::Anthropic)), 0);
 }

@@ -254,6 +254,8 @@ fn shape_problems(cases: &[(&str, Value)]) -> Vec<String> {
             "all",
         ],
         &["truncate", "-c", "--budget", "1", "--partial", "--note"],
+        // (On documents this small no summary is smaller than what it replaces: the range is
+        // dropped instead of failing with exit 4.)
         &[
             "summarize",
             "-c",
@@ -262,6 +264,8 @@ fn shape_problems(cases: &[(&str, Value)]) -> Vec<String> {
             "--force",
             "--keep-recent",
             "1",
+            "--on-error",
+            "truncate",
         ],
         &[
             "fit",

@@ -778,15 +778,154 @@ fn empty_content_is_a_failure_not_a_summary() {
     assert_failed(&run);
 }
 
+/// A reply of about `tokens` tokens, with a first and a last line a clip keeps.
+fn long_reply(tokens: usize) -> String {
+    let mut text = String::from("Task: fix the parser.\n");
+    for i in 0..tokens / 10 {
+        text.push_str(&format!("- step {i} read a file and ran the tests\n"));
+    }
+    text.push_str("Remaining: run the whole suite.");
+    text
+}
+
+/// The count of `doc` as `ctx count` makes it.
+fn count_tokens(doc: &str) -> u64 {
+    let run = ctx(&["count"], &[], doc);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.json()["tokens"].as_u64().unwrap()
+}
+
+/// A summary is never larger than what it replaces, whatever --max-summary-tokens allows: a
+/// 100k-token reply is clipped middle-out (its first and last lines kept) to fit, and the request
+/// asked for no more than that bound.
+#[test]
+fn a_long_reply_is_clipped_to_what_it_replaces() {
+    let reply = long_reply(100_000);
+    let server = Server::start(vec![ok(&reply)]);
+    let input = data("agent_openai.json");
+    let run = summarize(
+        &server.base(),
+        &[
+            "--keep-recent",
+            "3",
+            "--max-summary-tokens",
+            "100000",
+            "--report",
+            "-",
+        ],
+        &[],
+        &input,
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let rep = report(&run.stderr);
+    assert_eq!(rep["clipped"], true, "{rep}");
+    let range_tokens = rep["range_tokens"].as_u64().unwrap();
+    assert!(range_tokens < 5_000, "{rep}");
+    // The request asked for at most what the summary may hold.
+    let asked = server.seen()[0].body["max_tokens"].as_u64().unwrap();
+    assert!(asked < range_tokens, "asked for {asked}");
+    let out = run.json();
+    let summary = out[2]["content"].as_str().unwrap();
+    assert!(
+        summary.starts_with(&format!("{}\nTask: fix the parser.\n", header(8))),
+        "{summary}"
+    );
+    assert!(
+        summary.ends_with("Remaining: run the whole suite."),
+        "{summary}"
+    );
+    assert!(summary.contains(" tokens omitted by ctx ...]"), "{summary}");
+    let before = count_tokens(&input);
+    let after = count_tokens(&run.stdout);
+    assert!(after <= before, "{after} > {before}");
+    assert_eq!(rep["tokens_after"].as_u64(), Some(after));
+
+    // --max-summary-tokens bounds the text too.
+    let server = Server::start(vec![ok(&reply)]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--max-summary-tokens", "60"],
+        &[],
+        &input,
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(server.seen()[0].body["max_tokens"], 60);
+    let summary = run.json()[2]["content"].as_str().unwrap().to_string();
+    let body = summary.split_once('\n').unwrap().1;
+    let text_tokens = ctx(
+        &["count"],
+        &[],
+        &json!([{"role": "user", "content": body}]).to_string(),
+    );
+    // The text (60) plus the message framing that `count` adds.
+    assert!(
+        text_tokens.json()["tokens"].as_u64().unwrap() <= 60 + 10,
+        "{summary}"
+    );
+}
+
+/// `fit --summarize=llm` with a reply longer than the budget leaves failed with exit 3 where
+/// plain `fit` succeeds (the clipped summary, a pinned system message, did not fit). The summary
+/// is now bounded by what the kept messages leave of the budget; when that is too little for any
+/// summary, the stage does nothing (without calling the endpoint) and fit goes on.
+#[test]
+fn fit_with_a_long_llm_reply_succeeds_where_plain_fit_does() {
+    let input = data("fit_agent.json");
+    for budget in ["400", "300", "200"] {
+        let plain = ctx(&["fit", "--budget", budget, "-c"], &[], &input);
+        assert_eq!(plain.code, 0, "plain fit at {budget}: {}", plain.stderr);
+        let server = Server::start(vec![ok(&long_reply(3000))]);
+        let base = server.base();
+        let args = [
+            "fit",
+            "--budget",
+            budget,
+            "--summarize=llm",
+            "--base-url",
+            &base,
+            "--timeout",
+            "0.5",
+            "--retries",
+            "0",
+            "-c",
+            "--report",
+            "-",
+        ];
+        let run = ctx(&args, &[], &input);
+        assert_eq!(
+            run.code, 0,
+            "fit --summarize=llm at {budget}: {}",
+            run.stderr
+        );
+        assert!(count_tokens(&run.stdout) <= budget.parse().unwrap());
+        let rep = report(&run.stderr);
+        let stage = rep["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == "summarize")
+            .unwrap()
+            .clone();
+        if stage.get("skipped").is_some() {
+            assert_eq!(stage["summarized"], json!([]), "{stage}");
+            assert_ne!(rep["stopped_at"], "summarize", "{rep}");
+        } else {
+            assert_eq!(stage["clipped"], true, "{stage}");
+            assert_eq!(rep["stopped_at"], "summarize", "{rep}");
+            assert!(run.stdout.contains(" tokens omitted by ctx ...]"));
+        }
+    }
+}
+
 mod invariants {
     use super::common::*;
     use super::*;
     use proptest::prelude::*;
 
     fn is_summary(m: &Value) -> bool {
-        m.get("content")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t.starts_with("[ctx summary of "))
+        m.get("content").and_then(Value::as_str).is_some_and(|t| {
+            t.starts_with("[ctx summary of ") && t != SPOOF_USER && t != SPOOF_RESULT
+        })
     }
 
     proptest! {
@@ -802,6 +941,11 @@ mod invariants {
             let k = keep_recent.to_string();
             let fmt = match dialect { ctx::document::Dialect::Openai => "openai", _ => "anthropic" };
             let run = summarize(&server.base(), &["--keep-recent", &k, "--format", fmt, "-c", "-q"], &[], &value.to_string());
+            if run.code == 4 && run.stderr.contains("a summary must be smaller than") {
+                // No summary is smaller than the few tokens it would replace: --on-error fail.
+                prop_assert!(server.seen().is_empty(), "the endpoint was called for nothing");
+                return Ok(());
+            }
             prop_assert_eq!(run.code, 0, "{}", run.stderr);
             let input = parse(value, dialect);
             let out = parse(serde_json::from_str(&run.stdout).unwrap(), dialect);

@@ -21,6 +21,7 @@ use super::{
     BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare,
 };
 use crate::clip::DEFAULT_PLACEHOLDER;
+use crate::conversation::{PinOptions, find_task, resolve_index};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::Document;
 use crate::input::Origin;
@@ -284,6 +285,56 @@ impl State {
     }
 }
 
+/// The input's pinned messages by name (its task, `--pin`), followed through the stages by
+/// their input indices: a message a stage inserts (a summary, a note) is never taken for the
+/// task, and `--pin` keeps naming the input's messages after a stage removed some.
+struct Carried {
+    /// The input's task (pinned or not).
+    task: Option<usize>,
+    /// `--pin` messages, as input indices.
+    pins: Vec<usize>,
+    drop_system: bool,
+    keep_task: bool,
+}
+
+impl Carried {
+    fn new(doc: &Document, pins: &PinOptions) -> Result<Carried> {
+        let n = doc.messages().len();
+        Ok(Carried {
+            task: find_task(doc.messages(), doc.dialect),
+            pins: pins
+                .pins
+                .iter()
+                .map(|&p| resolve_index(p, n))
+                .collect::<Result<_>>()?,
+            drop_system: pins.drop_system,
+            keep_task: !pins.no_keep_task,
+        })
+    }
+
+    /// The pins of a stage's input, whose messages came from the input's `origins`, and where
+    /// the input's task is among them.
+    fn at(&self, origins: &[Option<usize>]) -> (PinOptions, Option<usize>) {
+        let pos = |j: usize| origins.iter().position(|&o| o == Some(j));
+        let task = self.task.and_then(pos);
+        let mut pins: Vec<i64> = self
+            .pins
+            .iter()
+            .filter_map(|&j| pos(j))
+            .map(|i| i as i64)
+            .collect();
+        if let (true, Some(t)) = (self.keep_task, task) {
+            pins.push(t as i64);
+        }
+        let pins = PinOptions {
+            drop_system: self.drop_system,
+            no_keep_task: true,
+            pins,
+        };
+        (pins, task)
+    }
+}
+
 /// Runs the stages on `doc` (already counted as `count`) until it fits `opts.budget`.
 pub fn fit(
     doc: Document,
@@ -305,6 +356,7 @@ pub fn fit(
         });
     }
     let budget = opts.budget as usize;
+    let carried = Carried::new(&doc, &opts.prune.pins)?;
     let mut st = State {
         doc,
         count,
@@ -331,6 +383,7 @@ pub fn fit(
             std::mem::replace(&mut st.doc, Document::placeholder())
         };
         let mut report = json!({"stage": stage.name(), "tokens_before": before});
+        let (pins, task) = carried.at(&st.origins);
         match stage {
             Stage::Clip
                 if st
@@ -347,6 +400,7 @@ pub fn fit(
             }
             Stage::Prune | Stage::Clip | Stage::PruneAll => {
                 let mut o = opts.prune.clone();
+                o.pins = pins;
                 match stage {
                     Stage::Clip => {
                         o.keep = usize::MAX;
@@ -383,9 +437,22 @@ pub fn fit(
                 };
                 let mut o = opts.summarize.clone();
                 o.force = true;
+                o.pins = pins;
+                o.task = Some(task);
+                o.budget = Some(opts.budget);
                 let r = summarize::summarize(doc, counter, &st.count, &o, s)?;
                 report["engine"] = json!(s.engine_name());
-                report["summarized"] = r.plan.range.iter().map(|&i| st.input_index(i)).collect();
+                if let Some(why) = &r.skipped {
+                    report["skipped"] = json!(why);
+                }
+                if r.clipped {
+                    report["clipped"] = json!(true);
+                }
+                report["summarized"] = if r.skipped.is_some() || r.fallback == Some("passthrough") {
+                    json!([])
+                } else {
+                    r.plan.range.iter().map(|&i| st.input_index(i)).collect()
+                };
                 if let Some(c) = r.covered {
                     report["messages_covered"] = json!(c);
                 }
@@ -406,6 +473,7 @@ pub fn fit(
                 // after truncate reads it again.
                 let conv = structure.take().map(prune::Structure::into_conversation);
                 let mut o = opts.truncate.clone();
+                o.pins = pins;
                 o.partial = stage == Stage::Partial;
                 match truncate::truncate_with(doc, counter, &st.count, &o, conv) {
                     Ok(r) => {
@@ -626,6 +694,8 @@ impl<'a> Runner<'a> {
                 over_tokens: 0,
                 force: true,
                 pins,
+                budget: Some(budget),
+                task: None,
             },
         };
         let f = fit(p.doc, &counter, count, &opts, self.summarizer.as_ref())?;

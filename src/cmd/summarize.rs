@@ -6,6 +6,7 @@
 //! [`crate::extractive`] digest, or `--summary-file`), and places it with a header that later
 //! runs recognise, so a running summary is extended with only the newly aged-out messages.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use super::{
     Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, SummarizerFailed, prepare,
 };
 use crate::clip::clip_middle;
-use crate::conversation::{Conversation, PinOptions};
+use crate::conversation::{Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, Notes};
 use crate::document::{Dialect, Document};
 use crate::input::{ByteSize, Origin, read_flag_file};
@@ -29,6 +30,10 @@ use crate::settings::{Budget, ModelArgs, read_tools_file};
 const HEADER_PREFIX: &str = "[ctx summary of ";
 const HEADER_SUFFIX: &str = " earlier messages]";
 
+/// The smallest bound a summary's text is attempted in: below it no summary says anything (a
+/// clip marker alone takes about 12 tokens), so no engine is asked.
+const MIN_SUMMARY_TOKENS: usize = 16;
+
 /// The default instructions sent to the summarizer.
 pub const DEFAULT_PROMPT: &str = "You summarize the earlier part of a conversation between a user and an AI assistant (which may use tools) so that the assistant can continue the work without the original messages. Write a concise, factual summary with these sections:\n1. Task and intent: what the user asked for and why.\n2. Done so far: the actions taken and tool calls made, with their outcomes.\n3. Current state: file paths, identifiers, values, errors seen and decisions made, exactly as written.\n4. Remaining: what is still to be done.\nDo not invent anything. Do not address the user. Output only the summary.";
 
@@ -36,9 +41,12 @@ pub const DEFAULT_PROMPT: &str = "You summarize the earlier part of a conversati
 ///
 /// Every unpinned message older than the --keep-recent newest (extended back so no tool call
 /// is separated from its result) is summarized into one message, placed after the pinned
-/// messages that precede it. Its text starts with `[ctx summary of N earlier messages]`; a later
-/// run extends that running summary with only the newly aged-out messages. Runs only when a
-/// trigger holds (--after-messages, --over-tokens) or with --force.
+/// messages that precede it (always after the task) and before the kept ones. Its text starts
+/// with `[ctx summary of N earlier messages]`; a later run extends that running summary with
+/// only the newly aged-out messages (only a message in that place and role is ctx's summary).
+/// A summary is never larger than what it replaces: a longer one is clipped middle-out, and
+/// when none fits, --on-error decides. Runs only when a trigger holds (--after-messages,
+/// --over-tokens) or with --force.
 ///
 /// The llm engine calls {base}/chat/completions of any OpenAI-compatible server: --base-url or
 /// $CTX_BASE_URL, else $OPENAI_BASE_URL, else https://api.openai.com/v1. The key is $CTX_API_KEY,
@@ -118,7 +126,8 @@ pub struct SummaryArgs {
     #[arg(long, value_name = "NAME")]
     pub summary_model: Option<String>,
 
-    /// Longest summary, in tokens (sent as the request's max_tokens and enforced).
+    /// Longest summary text, in tokens (sent as the request's max_tokens and enforced); a
+    /// summary is also never larger than what it replaces, nor in fit than the budget leaves.
     #[arg(long, value_name = "N", default_value_t = 500)]
     pub max_summary_tokens: usize,
 
@@ -211,15 +220,65 @@ pub fn summary_header(text: &str) -> Option<usize> {
     rest[..end].parse().ok()
 }
 
-fn message_text(m: &Value) -> Option<&str> {
+/// The text of a message shaped like a summary: string content, or content made only of text
+/// parts (joined by line breaks). Anything else (images, tool blocks) is never a summary.
+fn summary_text(m: &Value) -> Option<Cow<'_, str>> {
     match m.get("content") {
-        Some(Value::String(s)) => Some(s),
-        Some(Value::Array(parts)) => parts
-            .first()
-            .and_then(|p| p.get("text"))
-            .and_then(Value::as_str),
+        Some(Value::String(s)) => Some(Cow::Borrowed(s)),
+        Some(Value::Array(parts)) if !parts.is_empty() => {
+            let texts: Option<Vec<&str>> = parts
+                .iter()
+                .map(|p| match p.get("type").and_then(Value::as_str) {
+                    Some("text") => p.get("text").and_then(Value::as_str),
+                    _ => None,
+                })
+                .collect();
+            texts.map(|t| Cow::Owned(t.join("\n")))
+        }
         _ => None,
     }
+}
+
+/// The body of a summary: its text after the header line.
+fn summary_body(text: &str) -> &str {
+    text.split_once('\n').map_or("", |(_, rest)| rest).trim()
+}
+
+/// ctx's running summary in a document, as (its index, messages it covers).
+///
+/// Only a message where ctx places summaries is one (SPEC §2): right after the leading pinned
+/// messages (a system summary is itself pinned, so it may be among them), in the summary's role,
+/// carrying no tool calls or results, and starting with the header. The task and `--pin`
+/// messages are never a summary. Any other message whose text starts with the header (a tool
+/// result, a later user turn) is an ordinary message.
+fn find_previous(
+    msgs: &[Value],
+    conv: &Conversation,
+    pinned: &[bool],
+    named: &[bool],
+    dialect: Dialect,
+    role: SummaryRole,
+) -> Option<(usize, usize)> {
+    // Whether every message so far is a system message: where a summary takes the user role to
+    // keep the conversation opening with a user message (I7).
+    let mut only_system = true;
+    for (i, m) in conv.messages.iter().enumerate() {
+        let role_ok = match m.role {
+            Role::System => dialect == Dialect::Openai && role == SummaryRole::System,
+            Role::User => dialect == Dialect::Anthropic || role == SummaryRole::User || only_system,
+            _ => false,
+        };
+        if role_ok && !named[i] && m.calls.is_empty() && m.results.is_empty() {
+            if let Some(c) = summary_text(&msgs[i]).and_then(|t| summary_header(&t)) {
+                return Some((i, c));
+            }
+        }
+        if !pinned[i] {
+            return None;
+        }
+        only_system &= m.role.is_system();
+    }
+    None
 }
 
 /// Where summaries come from, resolved once per run: the engine, its endpoint and prompt, or
@@ -373,8 +432,11 @@ impl Summarizer {
         }
     }
 
-    /// The summary text of `selected`, extending `previous` when there is one, and whether the
-    /// server cut it short (`finish_reason: "length"`).
+    /// The summary text of `selected`, extending `previous` when there is one, asked for in at
+    /// most `max_tokens` (the caller clips whatever comes back), and whether the server cut it
+    /// short (`finish_reason: "length"`). `task` is the position of the conversation's task
+    /// among `selected`, if it is one of them.
+    #[allow(clippy::too_many_arguments)]
     fn text(
         &self,
         selected: &[Value],
@@ -382,16 +444,21 @@ impl Summarizer {
         previous: Option<&str>,
         model: &str,
         counter: &Counter,
+        max_tokens: usize,
+        task: Option<usize>,
     ) -> Result<(String, bool)> {
         match (&self.summary_text, self.engine) {
             (Some(t), _) => Ok((t.clone(), false)),
-            (None, Engine::Llm) => self.llm_summary(selected, dialect, previous, model, counter),
+            (None, Engine::Llm) => {
+                self.llm_summary(selected, dialect, previous, model, counter, max_tokens)
+            }
             (None, _) => crate::extractive::summarize(
                 selected,
                 dialect,
                 counter.settings.encoding,
-                self.max_summary_tokens,
+                max_tokens,
                 previous,
+                task,
             )
             .map(|t| (t, false)),
         }
@@ -406,12 +473,13 @@ impl Summarizer {
         previous: Option<&str>,
         model: &str,
         counter: &Counter,
+        max_tokens: usize,
     ) -> Result<(String, bool)> {
         let endpoint = self.endpoint.as_ref().expect("llm engine has an endpoint");
         let window = crate::models::lookup(model).map_or(128_000, |m| m.context_window) as usize;
         let room = window
             .saturating_sub(
-                self.max_summary_tokens
+                max_tokens
                     .saturating_add(counter.text(&self.prompt)?)
                     .saturating_add(200),
             )
@@ -445,7 +513,7 @@ impl Summarizer {
                     json!({"role": "system", "content": self.prompt}),
                     json!({"role": "user", "content": user}),
                 ],
-                max_tokens: u32::try_from(self.max_summary_tokens).unwrap_or(u32::MAX),
+                max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
             };
             let reply = crate::llm::chat(endpoint, &req).map_err(|e| self.explain(e))?;
             if reply.truncated {
@@ -525,6 +593,14 @@ pub struct Options {
     /// Summarize whatever the triggers say.
     pub force: bool,
     pub pins: PinOptions,
+    /// fit's budget: the summary must also fit in what the kept messages leave of it. When it
+    /// cannot, nothing is summarized (`skipped`), whatever `--on-error` says, so fit goes on
+    /// with its later stages as if this one had done nothing.
+    pub budget: Option<u64>,
+    /// Where the conversation's task is, when the caller carries it from its own input (fit):
+    /// `Some(None)` when it is not among the messages. `None`: the first user message that is
+    /// not only tool results.
+    pub task: Option<Option<usize>>,
 }
 
 /// Which messages a run would summarize, and whether a trigger holds.
@@ -537,20 +613,35 @@ pub struct Plan {
     /// Their tokens.
     pub range_tokens: usize,
     pub triggered: bool,
+    /// Where the summary goes: before this message (the message count: at the end).
+    pub at: usize,
+    /// The conversation's task, and whether it is pinned.
+    pub task: Option<(usize, bool)>,
 }
 
 /// Chooses the range: every unpinned message older than the `keep_recent` newest (extended
-/// back to a unit boundary), after the running summary if there is one.
-pub fn plan(doc: &Document, count: &DocumentCount, opts: &Options) -> Result<Plan> {
+/// back to a unit boundary), after the running summary if there is one, and where the summary
+/// goes: after the pinned messages that precede the range, before the first kept message.
+///
+/// A summary never comes before the pinned task (a later run would take a user-role summary for
+/// the task): when the task is among the kept messages, the range lies wholly before it and
+/// nothing is summarized.
+pub fn plan(
+    doc: &Document,
+    count: &DocumentCount,
+    opts: &Options,
+    role: SummaryRole,
+) -> Result<Plan> {
     let msgs = doc.messages();
     let conv = Conversation::new(msgs, doc.dialect);
     let pinned = conv.pinned_messages(&opts.pins)?;
+    // The task and --pin messages, pinned by name rather than by role.
+    let named = conv.pinned_messages(&PinOptions {
+        drop_system: true,
+        ..opts.pins.clone()
+    })?;
     let n = msgs.len();
-    let previous = (0..n).find_map(|i| {
-        message_text(&msgs[i])
-            .and_then(summary_header)
-            .map(|c| (i, c))
-    });
+    let previous = find_previous(msgs, &conv, &pinned, &named, doc.dialect, role);
     let boundary = if opts.keep_recent == 0 {
         n
     } else if n <= opts.keep_recent {
@@ -558,10 +649,33 @@ pub fn plan(doc: &Document, count: &DocumentCount, opts: &Options) -> Result<Pla
     } else {
         conv.units[conv.messages[n - opts.keep_recent].unit].start
     };
-    let range: Vec<usize> = (0..boundary)
-        .filter(|&i| !pinned[i] && Some(i) != previous.map(|p| p.0))
-        .filter(|&i| previous.is_none_or(|(s, _)| i > s))
+    // Only pinned messages come before a running summary, so the range starts after it.
+    let mut range: Vec<usize> = (previous.map_or(0, |(s, _)| s + 1)..boundary)
+        .filter(|&i| !pinned[i])
         .collect();
+    let task = match opts.task {
+        Some(t) => t,
+        None => conv.task,
+    }
+    .map(|t| (t, named[t]));
+    // A pinned task among the kept messages would come after the summary.
+    if task.is_some_and(|(t, pinned)| pinned && t >= boundary) {
+        range.clear();
+    }
+    let mut removed = vec![false; n];
+    for &i in range.iter().chain(previous.iter().map(|p| &p.0)) {
+        removed[i] = true;
+    }
+    let first = previous
+        .map(|p| p.0)
+        .into_iter()
+        .chain(range.first().copied())
+        .min();
+    let at = first.map_or(boundary, |f| {
+        (f..boundary)
+            .find(|&i| !removed[i] && !pinned[i])
+            .unwrap_or(boundary)
+    });
     let since = previous.map_or(n, |(s, _)| n - s - 1);
     let triggered =
         opts.force || since >= opts.after_messages || count.total() as u64 > opts.over_tokens;
@@ -571,6 +685,8 @@ pub fn plan(doc: &Document, count: &DocumentCount, opts: &Options) -> Result<Pla
         range,
         range_tokens,
         triggered,
+        at,
+        task,
     })
 }
 
@@ -587,6 +703,10 @@ pub struct Summarization {
     pub fallback: Option<&'static str>,
     /// The engine's error behind a fallback.
     pub error: Option<String>,
+    /// Why no summary could fit fit's budget (the document is unchanged).
+    pub skipped: Option<String>,
+    /// The summary was clipped to its bound.
+    pub clipped: bool,
     /// The model asked, for the llm engine.
     pub model: Option<String>,
     /// The server cut the summary short (`finish_reason: "length"`).
@@ -617,6 +737,9 @@ impl Summarization {
         if let Some(c) = self.covered {
             r["messages_covered"] = json!(c);
         }
+        if self.clipped {
+            r["clipped"] = json!(true);
+        }
         if self.plan.triggered && !self.plan.range.is_empty() {
             r["latency_ms"] = json!(self.latency_ms);
         }
@@ -636,8 +759,65 @@ impl Summarization {
     }
 }
 
+/// Why a summary was not made.
+enum Failure {
+    /// The engine failed.
+    Engine(anyhow::Error),
+    /// No summary fits its bound: not even the header, or a clip that keeps nothing.
+    NoRoom(String),
+}
+
+/// Whether a (clipped) summary text keeps anything of what the engine wrote: not empty, not a
+/// bare clip marker.
+fn says_something(text: &str) -> bool {
+    let head = text.split("[... ").next().unwrap_or("");
+    !head.trim().is_empty() && text.trim() != "[...]"
+}
+
+/// `text` clipped middle-out so that `make(text)` counts at most `room` tokens, starting from a
+/// bound of `max` tokens for the text, and whether it was clipped; None when no clip that fits
+/// keeps anything of it. Middle-out keeps both the start of a summary (its task and first
+/// headings) and its end (the latest state and what remains): the middle, the history of what
+/// was done, is what a continuation needs least.
+fn bound_summary(
+    counter: &Counter,
+    text: &str,
+    max: usize,
+    room: usize,
+    make: &dyn Fn(&str) -> Value,
+) -> Result<Option<(String, bool)>> {
+    let text = text.trim();
+    let enc = counter.settings.encoding;
+    let mut max = max;
+    // A cut rarely lands exactly (the header joins the text); a few passes settle it.
+    for _ in 0..4 {
+        let (cut, clipped) = match clip_middle(enc, text, max)? {
+            Some(c) => (c, true),
+            None => (text.to_string(), false),
+        };
+        if !says_something(&cut) {
+            break;
+        }
+        let tokens = counter.message(&make(&cut), &mut Notes::default())?.total();
+        if tokens <= room {
+            return Ok(Some((cut, clipped)));
+        }
+        max = max.saturating_sub(tokens - room);
+        if max == 0 {
+            break;
+        }
+    }
+    Ok(None)
+}
+
 /// Summarizes `doc` (already counted as `count`) when a trigger holds: the one implementation
 /// behind `ctx summarize` and `fit`'s summarize stage.
+///
+/// Size: the summary message is at most what it replaces (the range and the running summary),
+/// within fit's budget at most what the kept messages leave of it, and its text at most
+/// `--max-summary-tokens`. A longer text is clipped middle-out; when no summary fits (not even
+/// its header, or a clip that keeps nothing), the document follows `--on-error` (fit: nothing is
+/// summarized and the pipeline goes on).
 pub fn summarize(
     doc: Document,
     counter: &Counter,
@@ -645,7 +825,7 @@ pub fn summarize(
     opts: &Options,
     s: &Summarizer,
 ) -> Result<Summarization> {
-    let plan = plan(&doc, count, opts)?;
+    let plan = plan(&doc, count, opts, s.summary_role)?;
     let tokens_before = count.total();
     let dialect = doc.dialect;
     let mut out = Summarization {
@@ -657,105 +837,170 @@ pub fn summarize(
         covered: None,
         fallback: None,
         error: None,
+        skipped: None,
+        clipped: false,
         model: None,
         summary_truncated: false,
         latency_ms: 0,
         dropped: Vec::new(),
     };
-    if !out.plan.triggered || out.plan.range.is_empty() {
+    let unchanged = |mut out: Summarization| {
         out.origins = (0..out.doc.messages().len()).map(Some).collect();
-        return Ok(out);
+        out
+    };
+    if !out.plan.triggered || out.plan.range.is_empty() {
+        return Ok(unchanged(out));
     }
     let msgs = out.doc.messages();
+    let n = msgs.len();
     let previous = out.plan.previous;
-    let prev_text = previous.and_then(|(i, _)| message_text(&msgs[i])).map(|t| {
-        t.split_once('\n')
-            .map_or("", |(_, rest)| rest)
-            .trim()
-            .to_string()
-    });
-    let covered = previous.map_or(0, |(_, c)| c) + out.plan.range.len();
+    let prev_text = previous
+        .and_then(|(i, _)| summary_text(&msgs[i]))
+        .map(|t| summary_body(&t).to_string());
+    let covered = previous
+        .map_or(0, |(_, c)| c)
+        .saturating_add(out.plan.range.len());
+    let mut removed = vec![false; n];
+    for &i in out.plan.range.iter().chain(previous.iter().map(|p| &p.0)) {
+        removed[i] = true;
+    }
+    let at = out.plan.at;
+
+    // The summary's role: the configured one, never above a running summary's (text that came
+    // as a user message is never promoted to system), and user where it opens the conversation
+    // in place of a summarized user message (I7).
+    let is_system = |m: &Value| {
+        matches!(
+            m.get("role").and_then(Value::as_str),
+            Some("system" | "developer")
+        )
+    };
+    let mut role = match (dialect, s.summary_role) {
+        (Dialect::Anthropic, _) | (_, SummaryRole::User) => "user",
+        (Dialect::Openai, SummaryRole::System) => "system",
+    };
+    if previous.is_some_and(|(i, _)| msgs[i].get("role").and_then(Value::as_str) == Some("user")) {
+        role = "user";
+    }
+    if role == "system" && first_role(msgs).as_deref() == Some("user") {
+        let first_kept = (0..n).find(|&i| !removed[i] && !is_system(&msgs[i]));
+        let opens = first_kept.is_none_or(|k| k >= at);
+        let kept_user =
+            first_kept.is_some_and(|k| msgs[k].get("role").and_then(Value::as_str) == Some("user"));
+        if opens && !kept_user {
+            role = "user";
+        }
+    }
+    let header = format!("{HEADER_PREFIX}{covered}{HEADER_SUFFIX}");
+    let make = |text: &str| json!({"role": role, "content": format!("{header}\n{text}")});
+
+    // The bound: what it replaces, what fit's budget leaves, --max-summary-tokens.
+    let replaced = out.plan.range_tokens + previous.map_or(0, |(i, _)| count.messages[i].total());
+    let room = match opts.budget {
+        Some(b) => replaced.min((b as usize).saturating_sub(tokens_before - replaced)),
+        None => replaced,
+    };
+    let frame = counter.message(&make(""), &mut Notes::default())?.total();
+    let bound = s.max_summary_tokens.min(room.saturating_sub(frame));
+
     let started = std::time::Instant::now();
     let summary_model = s
         .summary_model
         .clone()
         .unwrap_or_else(|| counter.settings.model_name.clone());
-    if s.endpoint.is_some() {
-        out.model = Some(summary_model.clone());
-    }
-    let selected: Vec<Value> = out.plan.range.iter().map(|&i| msgs[i].clone()).collect();
-    let text = match s.text(
-        &selected,
-        dialect,
-        prev_text.as_deref(),
-        &summary_model,
-        counter,
-    ) {
-        Ok((t, cut_short)) => {
-            out.summary_truncated = cut_short;
-            t
+    let task_in_range = out
+        .plan
+        .task
+        .and_then(|(t, _)| out.plan.range.iter().position(|&i| i == t));
+    let no_room = || {
+        Failure::NoRoom(if room < replaced {
+            format!(
+                "the budget leaves {room} tokens for a summary, too few for one that says anything (its header needs {frame})"
+            )
+        } else {
+            format!(
+                "a summary must be smaller than the {} messages it replaces ({replaced} tokens), too few for one that says anything (its header needs {frame})",
+                out.plan.range.len() + usize::from(previous.is_some())
+            )
+        })
+    };
+    let made = if bound < MIN_SUMMARY_TOKENS.min(s.max_summary_tokens) {
+        Err(no_room())
+    } else {
+        if s.endpoint.is_some() {
+            out.model = Some(summary_model.clone());
         }
-        Err(e) => match s.on_error {
-            OnError::Fail => {
-                return Err(SummarizerFailed {
-                    reason: format!("{e:#}"),
+        let selected: Vec<Value> = out.plan.range.iter().map(|&i| msgs[i].clone()).collect();
+        match s.text(
+            &selected,
+            dialect,
+            prev_text.as_deref(),
+            &summary_model,
+            counter,
+            bound,
+            task_in_range,
+        ) {
+            Ok((t, cut_short)) => {
+                out.summary_truncated = cut_short;
+                bound_summary(counter, &t, bound, room, &make)?.ok_or_else(no_room)
+            }
+            Err(e) => Err(Failure::Engine(e)),
+        }
+    };
+    let summary = match made {
+        Ok((text, clipped)) => {
+            out.clipped = clipped;
+            Some(make(&text))
+        }
+        Err(Failure::NoRoom(reason)) if opts.budget.is_some() => {
+            out.skipped = Some(reason);
+            return Ok(unchanged(out));
+        }
+        Err(f) => {
+            let reason = match f {
+                Failure::Engine(e) => format!("{e:#}"),
+                Failure::NoRoom(r) => r,
+            };
+            out.latency_ms = started.elapsed().as_millis() as u64;
+            match s.on_error {
+                OnError::Fail => return Err(SummarizerFailed { reason }.into()),
+                OnError::Passthrough => {
+                    out.fallback = Some("passthrough");
+                    out.error = Some(reason);
+                    return Ok(unchanged(out));
                 }
-                .into());
+                OnError::Truncate => {
+                    out.fallback = Some("truncate");
+                    out.error = Some(reason);
+                    None
+                }
             }
-            OnError::Passthrough => {
-                out.fallback = Some("passthrough");
-                out.error = Some(format!("{e:#}"));
-                out.latency_ms = started.elapsed().as_millis() as u64;
-                out.origins = (0..out.doc.messages().len()).map(Some).collect();
-                return Ok(out);
-            }
-            OnError::Truncate => {
-                out.fallback = Some("truncate");
-                out.error = Some(format!("{e:#}"));
-                String::new()
-            }
-        },
+        }
     };
-    // Enforce the limit on whatever came back.
-    let text = match clip_middle(counter.settings.encoding, &text, s.max_summary_tokens)? {
-        Some(cut) => cut,
-        None => text,
+    let summary_tokens = match &summary {
+        Some(m) => {
+            out.covered = Some(covered);
+            counter.message(m, &mut Notes::default())?.total()
+        }
+        None => 0,
     };
-    let mut summary = (!text.is_empty()).then(|| {
-        let role = match (dialect, s.summary_role) {
-            (Dialect::Anthropic, _) | (_, SummaryRole::User) => "user",
-            (Dialect::Openai, SummaryRole::System) => "system",
-        };
-        json!({"role": role, "content": format!("{HEADER_PREFIX}{covered}{HEADER_SUFFIX}\n{text}")})
-    });
-    if summary.is_some() {
-        out.covered = Some(covered);
-    }
 
-    // Placement: where the first removed message was.
-    let mut removed = vec![false; msgs.len()];
-    for &i in out.plan.range.iter().chain(previous.iter().map(|p| &p.0)) {
-        removed[i] = true;
-    }
-    let first = removed.iter().position(|&r| r).expect("range is not empty");
-    let input_first_user = first_role(msgs).as_deref() == Some("user");
     let originals = std::mem::take(out.doc.messages_mut());
-    let mut kept = Vec::with_capacity(originals.len());
-    let mut tokens_after = tokens_before;
+    let mut kept = Vec::with_capacity(originals.len() + 1);
     let reason = if out.fallback.is_some() {
         "truncated"
     } else {
         "summarized"
     };
+    let mut summary = summary;
     for (i, m) in originals.into_iter().enumerate() {
-        if i == first {
+        if i == at {
             if let Some(s) = summary.take() {
                 kept.push(s);
                 out.origins.push(None);
             }
         }
         if removed[i] {
-            tokens_after -= count.messages[i].total();
             out.dropped.push(Dropped {
                 index: i,
                 reason: reason.into(),
@@ -766,21 +1011,12 @@ pub fn summarize(
             out.origins.push(Some(i));
         }
     }
-    // I7: when the task itself was summarized (--no-keep-task), a system summary would
-    // leave the output opening with an assistant message; the summary speaks as the user.
-    if input_first_user && first_role(&kept).as_deref() != Some("user") {
-        if let Some(s) = kept
-            .iter_mut()
-            .find(|m| message_text(m).and_then(summary_header).is_some())
-        {
-            s["role"] = json!("user");
-        }
-    }
-    if let Some(k) = out.origins.iter().position(Option::is_none) {
-        tokens_after += counter.message(&kept[k], &mut Notes::default())?.total();
+    if let Some(s) = summary {
+        kept.push(s);
+        out.origins.push(None);
     }
     *out.doc.messages_mut() = kept;
-    out.tokens_after = tokens_after;
+    out.tokens_after = tokens_before - replaced + summary_tokens;
     out.latency_ms = started.elapsed().as_millis() as u64;
     Ok(out)
 }
@@ -843,11 +1079,13 @@ impl<'a> Runner<'a> {
             over_tokens,
             force: args.force,
             pins: args.pin.pins(),
+            budget: None,
+            task: None,
         };
         let mut warnings = p.warnings;
         warnings.extend(count.notes.warnings.iter().cloned());
         if args.dry_run {
-            let plan = plan(&p.doc, &count, &opts)?;
+            let plan = plan(&p.doc, &count, &opts, self.summarizer.summary_role)?;
             let report = json!({
                 "command": "summarize",
                 "triggered": plan.triggered,

@@ -302,7 +302,7 @@ pub fn truncate_with(
     let notes_cost = |keep: &[bool]| -> Result<usize> {
         match &opts.note {
             None => Ok(0),
-            Some(text) => gaps(&conv, keep)
+            Some(text) => gaps(&conv, keep, doc.dialect)
                 .iter()
                 .map(|g| note_message(doc.dialect, text, g.1))
                 .map(|m| {
@@ -449,21 +449,30 @@ pub fn truncate_with(
     let mut dropped = Vec::new();
     let mut origins = Vec::with_capacity(messages.len());
     let mut notes = 0;
-    let mut gap = 0usize;
-    for (u, unit) in conv.units.iter().enumerate() {
-        if keep[u] {
-            if gap > 0 {
-                if let Some(text) = &opts.note {
-                    out.push(note_message(dialect, text, gap));
-                    origins.push(None);
-                    notes += 1;
-                }
-                gap = 0;
+    let mut places = match &opts.note {
+        Some(_) => gaps(&conv, &keep, dialect),
+        None => Vec::new(),
+    }
+    .into_iter()
+    .peekable();
+    // Each unit, then the end (where a deferred note may go).
+    let units = conv.units.iter().map(Some).chain(std::iter::once(None));
+    for (u, unit) in units.enumerate() {
+        if let (Some(&(at, gap)), Some(text)) = (places.peek(), &opts.note) {
+            if at == u {
+                out.push(note_message(dialect, text, gap));
+                origins.push(None);
+                notes += 1;
+                places.next();
             }
+        }
+        let Some(unit) = unit else {
+            break;
+        };
+        if keep[u] {
             out.extend(unit.range().map(|m| std::mem::take(&mut messages[m])));
             origins.extend(unit.range().map(Some));
         } else {
-            gap += unit.end - unit.start;
             for m in unit.range() {
                 removed.push(m);
                 let message = std::mem::take(&mut messages[m]);
@@ -602,19 +611,30 @@ fn importance(
     base + w.recency * recency
 }
 
-/// Runs of removed units: (position of the first kept unit after the run, messages removed).
-fn gaps(conv: &Conversation, keep: &[bool]) -> Vec<(usize, usize)> {
+/// Where notes go: (the kept unit a note comes before, or the unit count for the end; messages
+/// removed). A note goes where a run of units was removed, except that a note in the user role
+/// (Anthropic) never comes before the first kept user turn: a later run would take it for the
+/// task. The runs before that turn are counted in the first note after it (at the end when that
+/// turn is the last unit kept).
+fn gaps(conv: &Conversation, keep: &[bool], dialect: Dialect) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut gap = 0;
+    let first_turn = match dialect {
+        Dialect::Anthropic => (0..conv.units.len()).find(|&u| keep[u] && starts_with_user(conv, u)),
+        Dialect::Openai => None,
+    };
     for (u, unit) in conv.units.iter().enumerate() {
         if keep[u] {
-            if gap > 0 {
+            if gap > 0 && first_turn.is_none_or(|t| u > t) {
                 out.push((u, gap));
+                gap = 0;
             }
-            gap = 0;
         } else {
             gap += unit.end - unit.start;
         }
+    }
+    if gap > 0 {
+        out.push((conv.units.len(), gap));
     }
     out
 }
