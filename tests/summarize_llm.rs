@@ -1384,8 +1384,10 @@ fn a_huge_max_summary_tokens_does_not_overflow_the_request() {
     );
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     assert_ne!(run.code, 101, "{}", run.stderr);
+    // The request asks for the summary's bound: what the summarized messages hold (a few
+    // hundred tokens here), not a wrapped-around u64.
     for seen in server.seen() {
         let max = seen.body["max_tokens"].as_u64().unwrap();
-        assert!(max > 1000, "max_tokens {max} wrapped around");
+        assert!((16..=10_000).contains(&max), "max_tokens {max}");
     }
 }
