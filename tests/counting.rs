@@ -1,4 +1,4 @@
-//! Counting against published numbers and over the shared corpus, in one process (one encoder
+//! Counting against published numbers and over the corpus (tests/corpus), in one process (one encoder
 //! per encoding for the whole file, so the sweep stays fast on a 2-core CI machine).
 
 use std::path::{Path, PathBuf};
@@ -92,7 +92,7 @@ fn images_are_priced_from_their_real_size() {
 }
 
 fn corpus_files() -> Vec<PathBuf> {
-    let root = Path::new("../shared/corpus");
+    let root = Path::new("tests/corpus");
     let mut out = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(d) = dirs.pop() {
@@ -108,7 +108,7 @@ fn corpus_files() -> Vec<PathBuf> {
     out.sort();
     assert!(
         out.len() >= 30,
-        "the shared corpus is expected beside the repository"
+        "the corpus of real conversations is in tests/corpus"
     );
     out
 }

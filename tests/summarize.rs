@@ -1,5 +1,5 @@
 //! `ctx summarize` with the offline engines (extractive, --summary-file) against the
-//! invariants of SPEC §2, over generated conversations and the shared corpus, through the
+//! invariants of SPEC §2, over generated conversations and the corpus (tests/corpus), through the
 //! binary. (The llm engine is tested against a local server in tests/llm.rs.)
 
 mod common;
