@@ -1,6 +1,8 @@
 //! Counting against published numbers and over the corpus (tests/corpus), in one process (one encoder
 //! per encoding for the whole file, so the sweep stays fast on a 2-core CI machine).
 
+mod isolated;
+
 use std::path::{Path, PathBuf};
 
 use ctx::cmd::check::{Severity, check};
@@ -187,9 +189,8 @@ fn json_lines_give_one_report_per_document_in_order() {
 
 fn run_ctx(args: &[&str], stdin: &str) -> std::process::Output {
     use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ctx"))
+    let mut child = isolated::command()
         .args(args)
-        .env_remove("CTX_MODEL")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
