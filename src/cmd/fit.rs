@@ -522,7 +522,7 @@ impl<'a> Runner<'a> {
                 &args.summary,
                 args.summarize.unwrap_or(Engine::Auto),
                 env,
-                args.output.quiet,
+                args.output.quiet || args.side.report_to_stderr(),
                 "fit",
             )?)
         } else {
@@ -535,6 +535,12 @@ impl<'a> Runner<'a> {
             stages,
             summarizer,
         })
+    }
+
+    /// Notes about the whole run for the user (which engine `--engine auto` chose).
+    pub fn notes(&self) -> Vec<String> {
+        let note = self.summarizer.as_ref().and_then(Summarizer::note);
+        note.map(String::from).into_iter().collect()
     }
 
     /// Fits one document.

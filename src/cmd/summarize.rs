@@ -200,11 +200,16 @@ pub struct Summarizer {
     max_summary_tokens: usize,
     summary_role: SummaryRole,
     on_error: OnError,
+    /// Which engine `--engine auto` chose, for the user (see [`Summarizer::note`]).
+    note: Option<String>,
+    /// Whether the parts of a long LLM summary are counted out on stderr.
+    progress: bool,
 }
 
 impl Summarizer {
     /// Resolves `engine` (auto picks llm only when ctx itself is configured for an endpoint,
-    /// and says which on stderr unless `quiet`) and reads the prompt and summary files.
+    /// and [`Summarizer::note`] says which) and reads the prompt and summary files. Unless
+    /// `quiet`, a long LLM summary counts its parts out on stderr when stderr is a terminal.
     pub fn new(
         args: &SummaryArgs,
         engine: Engine,
@@ -246,16 +251,14 @@ impl Summarizer {
             Engine::Auto => Engine::Extractive,
             other => other,
         };
-        if engine == Engine::Auto && summary_text.is_none() && !quiet {
-            eprintln_note(&match resolved {
-                Engine::Llm => format!(
-                    "ctx: {command}: --engine auto chose llm (ctx is configured for an endpoint)"
-                ),
-                _ => format!(
-                    "ctx: {command}: --engine auto chose extractive (no --base-url, CTX_BASE_URL or CTX_API_KEY)"
-                ),
-            });
-        }
+        let note = (engine == Engine::Auto && summary_text.is_none()).then(|| match resolved {
+            Engine::Llm => {
+                format!("{command}: --engine auto chose llm (ctx is configured for an endpoint)")
+            }
+            _ => format!(
+                "{command}: --engine auto chose extractive (no --base-url, CTX_BASE_URL or CTX_API_KEY)"
+            ),
+        });
         let endpoint = (resolved == Engine::Llm && summary_text.is_none()).then(|| Endpoint {
             base_url: args
                 .base_url
@@ -283,7 +286,15 @@ impl Summarizer {
             max_summary_tokens: args.max_summary_tokens,
             summary_role: args.summary_role,
             on_error: args.on_error,
+            note,
+            progress: !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         })
+    }
+
+    /// A note for the user about the run, such as which engine `--engine auto` chose, without
+    /// the `ctx: ` prefix. The caller shows it once: on stderr, or in the report.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
     }
 
     /// `llm`, `extractive`, or `file` (`--summary-file`).
@@ -352,7 +363,7 @@ impl Summarizer {
         if !current.is_empty() {
             chunks.push(current);
         }
-        let progress = chunks.len() > 1 && std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let progress = self.progress && chunks.len() > 1;
         let call = |user: String| -> std::result::Result<String, crate::llm::LlmError> {
             let req = ChatRequest {
                 model: model.to_string(),
@@ -368,7 +379,11 @@ impl Summarizer {
         let n_chunks = chunks.len();
         for (k, chunk) in chunks.iter().enumerate() {
             if progress {
-                eprintln_note(&format!("ctx: summarize: part {} of {}", k + 1, n_chunks));
+                crate::output::stderr_line(&format!(
+                    "ctx: summarize: part {} of {}",
+                    k + 1,
+                    n_chunks
+                ));
             }
             // If the server says the request is still too long for its context, the oldest
             // half of what is left is dropped and the call retried.
@@ -690,7 +705,7 @@ impl<'a> Runner<'a> {
             &args.summary,
             args.engine,
             env,
-            args.output.quiet,
+            args.output.quiet || args.side.report_to_stderr(),
             "summarize",
         )?;
         Ok(Runner {
@@ -699,6 +714,15 @@ impl<'a> Runner<'a> {
             tools,
             summarizer,
         })
+    }
+
+    /// Notes about the whole run for the user (which engine `--engine auto` chose).
+    pub fn notes(&self) -> Vec<String> {
+        self.summarizer
+            .note()
+            .map(String::from)
+            .into_iter()
+            .collect()
     }
 
     /// Summarizes one document.
@@ -776,11 +800,6 @@ fn is_overflow(message: &str) -> bool {
         || m.contains("too many tokens")
         || m.contains("prompt is too long")
         || m.contains("exceeds the context")
-}
-
-fn eprintln_note(s: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{s}");
 }
 
 /// One message as a transcript line: role, text, tool calls by name, long results shortened.
