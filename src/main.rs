@@ -78,7 +78,16 @@ fn main() -> ExitCode {
                 .find_map(|l| l.trim().strip_prefix("[possible values: "))
                 .map(|v| format!(" (one of: {}", v.trim_end_matches(']')))
                 .map_or(String::new(), |v| v + ")");
-            stderr_line(&format!("ctx: {}{values} (see --help)", one_line(first)));
+            // `--note` is a flag; its text has a flag of its own.
+            let hint = if first.contains("for '--note'") {
+                " (for your own text: --note-text TEXT)"
+            } else {
+                ""
+            };
+            stderr_line(&format!(
+                "ctx: {}{values}{hint} (see --help)",
+                one_line(first)
+            ));
             return ExitCode::from(2);
         }
     };
