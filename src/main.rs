@@ -412,10 +412,9 @@ impl Emitter {
                     return Err(fail(&e.context("cannot write --report/--dropped")));
                 }
                 if !self.quiet {
-                    let mut told: Vec<&str> = Vec::new();
+                    let mut told = std::collections::HashSet::new();
                     for w in &out.warnings {
-                        if !told.contains(&w.as_str()) {
-                            told.push(w);
+                        if told.insert(w.as_str()) {
                             stderr_line(&format!("ctx: warning: {origin}: {}", one_line(w)));
                         }
                     }
