@@ -5,15 +5,15 @@
 //! values and return values ([`cmd::Outcome`]), so that processing a document stays a pure
 //! function of the document and the flags.
 
-use std::collections::HashSet;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use ctx::cmd::{self, Env, Outcome};
 use ctx::input::{self, Documents};
-use ctx::output::{self, Stdout};
+use ctx::output::{self, Stdout, stderr_line};
 
 /// Keep LLM conversations inside their context window.
 ///
@@ -79,7 +79,16 @@ fn main() -> ExitCode {
                 .find_map(|l| l.trim().strip_prefix("[possible values: "))
                 .map(|v| format!(" (one of: {}", v.trim_end_matches(']')))
                 .map_or(String::new(), |v| v + ")");
-            eprintln!("ctx: {}{values} (see --help)", one_line(first));
+            // `--note` is a flag; its text has a flag of its own.
+            let hint = if first.contains("for '--note'") {
+                " (for your own text: --note-text TEXT)"
+            } else {
+                ""
+            };
+            stderr_line(&format!(
+                "ctx: {}{values}{hint} (see --help)",
+                one_line(first)
+            ));
             return ExitCode::from(2);
         }
     };
@@ -87,37 +96,55 @@ fn main() -> ExitCode {
     let code = match &cli.command {
         Command::Models(args) => single(cmd::models::run(args)),
         Command::Count(args) => match cmd::count::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input, &args.output_flags, None, |o, v| {
+            Ok(r) => filter(&args.input, &args.output_flags, None, &[], |o, v| {
                 r.process(o, v)
             }),
             Err(e) => fail(&e),
         },
         Command::Check(args) => {
             let r = cmd::check::Runner::new(args, &env);
-            filter(&args.input, &args.output, None, |o, v| r.process(o, v))
+            filter(&args.input, &args.output, None, &[], |o, v| {
+                r.process(o, v)
+            })
         }
         Command::Prune(args) => match cmd::prune::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input, &args.output, Some(&args.side), |o, v| {
-                r.process(o, v)
-            }),
+            Ok(r) => filter(
+                &args.input,
+                &args.output,
+                Some(&args.side),
+                &[],
+                |o, v| r.process(o, v),
+            ),
             Err(e) => fail(&e),
         },
         Command::Summarize(args) => match cmd::summarize::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input, &args.output, Some(&args.side), |o, v| {
-                r.process(o, v)
-            }),
+            Ok(r) => filter(
+                &args.input,
+                &args.output,
+                Some(&args.side),
+                &r.notes(),
+                |o, v| r.process(o, v),
+            ),
             Err(e) => fail(&e),
         },
         Command::Fit(args) => match cmd::fit::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input, &args.output, Some(&args.side), |o, v| {
-                r.process(o, v)
-            }),
+            Ok(r) => filter(
+                &args.input,
+                &args.output,
+                Some(&args.side),
+                &r.notes(),
+                |o, v| r.process(o, v),
+            ),
             Err(e) => fail(&e),
         },
         Command::Truncate(args) => match cmd::truncate::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input, &args.output, Some(&args.side), |o, v| {
-                r.process(o, v)
-            }),
+            Ok(r) => filter(
+                &args.input,
+                &args.output,
+                Some(&args.side),
+                &[],
+                |o, v| r.process(o, v),
+            ),
             Err(e) => fail(&e),
         },
     };
@@ -126,7 +153,7 @@ fn main() -> ExitCode {
 
 /// Reports a setup error and returns exit code 2.
 fn fail(e: &anyhow::Error) -> u8 {
-    eprintln!("ctx: {}", one_line(&format!("{e:#}")));
+    stderr_line(&format!("ctx: {}", one_line(&format!("{e:#}"))));
     2
 }
 
@@ -157,38 +184,126 @@ fn single(result: anyhow::Result<Outcome>) -> u8 {
     }
 }
 
+/// One `--report` or `--dropped` output.
+struct Sidecar {
+    out: Box<dyn Write>,
+    /// Set once its reader has gone (a closed pipe): nothing more is written to it.
+    closed: bool,
+}
+
 /// The `--report` and `--dropped` files of a run.
 struct Sidecars {
-    report: Option<Box<dyn Write>>,
-    dropped: Option<Box<dyn Write>>,
+    report: Option<Sidecar>,
+    dropped: Option<Sidecar>,
+    /// Notes about the run still to be told in the next report line (with `--report -`, where
+    /// text lines would break the JSON Lines).
+    notices: Vec<String>,
+}
+
+/// What identifies a file whatever the path it is named by (`./a.json`, a symlink, a hard
+/// link): its device and inode.
+#[cfg(unix)]
+type FileKey = (u64, u64);
+#[cfg(not(unix))]
+type FileKey = PathBuf;
+
+/// The key of a regular file, following symlinks; `None` for anything else (a pipe, a
+/// terminal, `/dev/null`: writing those destroys no input) or a path that does not exist.
+fn regular_file_key(path: &Path) -> Option<FileKey> {
+    let path = std::fs::canonicalize(path).ok()?;
+    let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Some(path)
+    }
+}
+
+/// The key of stdin when it is a regular file (`ctx prune < a.json`).
+fn stdin_key() -> Option<FileKey> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+        let meta = std::fs::File::from(fd).metadata().ok()?;
+        meta.is_file().then(|| (meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
 }
 
 impl Sidecars {
-    fn open(args: Option<&cmd::SideArgs>) -> anyhow::Result<Sidecars> {
+    /// Opens the sidecars of `args`, after checking that none of them is one of the `inputs`
+    /// (inputs are never written: `--report a.json a.json` would empty the input before it is
+    /// read). Nothing is created or truncated when that check fails.
+    fn open(args: Option<&cmd::SideArgs>, inputs: &[PathBuf]) -> anyhow::Result<Sidecars> {
         use anyhow::Context;
-        let open = |path: &std::path::Path, append: bool| -> anyhow::Result<Box<dyn Write>> {
-            if path.as_os_str() == "-" {
-                return Ok(Box::new(std::io::stderr()));
-            }
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(append)
-                .truncate(!append)
-                .open(path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            Ok(Box::new(std::io::BufWriter::new(f)))
+        let mut sidecars = Sidecars {
+            report: None,
+            dropped: None,
+            notices: Vec::new(),
         };
         let Some(a) = args else {
-            return Ok(Sidecars {
-                report: None,
-                dropped: None,
-            });
+            return Ok(sidecars);
         };
-        Ok(Sidecars {
-            report: a.report.as_deref().map(|p| open(p, false)).transpose()?,
-            dropped: a.dropped.as_deref().map(|p| open(p, true)).transpose()?,
-        })
+        let named = [("--report", &a.report), ("--dropped", &a.dropped)];
+        let named: Vec<(&str, &Path)> = named
+            .iter()
+            .filter_map(|(flag, p)| Some((*flag, p.as_deref()?)))
+            .filter(|(_, p)| p.as_os_str() != "-")
+            .collect();
+        if !named.is_empty() {
+            let reads_stdin = inputs.is_empty() || inputs.iter().any(|f| f.as_os_str() == "-");
+            let stdin = if reads_stdin { stdin_key() } else { None };
+            for (flag, path) in &named {
+                let Some(key) = regular_file_key(path) else {
+                    continue;
+                };
+                if stdin.as_ref() == Some(&key) {
+                    anyhow::bail!(
+                        "{flag} {}: this file is also the input (on stdin), and inputs are never written (choose another path)",
+                        path.display()
+                    );
+                }
+                let input = inputs
+                    .iter()
+                    .filter(|f| f.as_os_str() != "-")
+                    .find(|f| regular_file_key(f).as_ref() == Some(&key));
+                if let Some(input) = input {
+                    anyhow::bail!(
+                        "{flag} {}: this file is also the input {}, and inputs are never written (choose another path)",
+                        path.display(),
+                        input.display()
+                    );
+                }
+            }
+        }
+        let open = |path: &Path, append: bool| -> anyhow::Result<Sidecar> {
+            let out: Box<dyn Write> = if path.as_os_str() == "-" {
+                Box::new(std::io::stderr())
+            } else {
+                let f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .append(append)
+                    .truncate(!append)
+                    .open(path)
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                Box::new(std::io::BufWriter::new(f))
+            };
+            Ok(Sidecar { out, closed: false })
+        };
+        sidecars.report = a.report.as_deref().map(|p| open(p, false)).transpose()?;
+        sidecars.dropped = a.dropped.as_deref().map(|p| open(p, true)).transpose()?;
+        Ok(sidecars)
     }
 
     fn origin_fields(origin: &input::Origin) -> serde_json::Map<String, serde_json::Value> {
@@ -200,14 +315,33 @@ impl Sidecars {
         m
     }
 
-    fn write(w: &mut Option<Box<dyn Write>>, v: serde_json::Value) -> anyhow::Result<()> {
-        if let Some(w) = w {
-            let mut line = serde_json::to_vec(&v)?;
-            line.push(b'\n');
-            w.write_all(&line)?;
-            w.flush()?;
+    /// Writes one JSON line. A sidecar whose reader has gone (`--report - 2>&1 | head -1`) is
+    /// closed quietly, and the run goes on; any other write error is returned.
+    fn write(side: &mut Option<Sidecar>, v: serde_json::Value) -> anyhow::Result<()> {
+        let Some(side) = side.as_mut().filter(|s| !s.closed) else {
+            return Ok(());
+        };
+        let mut line = serde_json::to_vec(&v)?;
+        line.push(b'\n');
+        match side.out.write_all(&line).and_then(|()| side.out.flush()) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                side.closed = true;
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
         }
-        Ok(())
+    }
+
+    /// Writes a report line, with the run's notes still untold.
+    fn write_report(
+        &mut self,
+        mut m: serde_json::Map<String, serde_json::Value>,
+    ) -> anyhow::Result<()> {
+        if !self.notices.is_empty() {
+            m.insert("notices".into(), std::mem::take(&mut self.notices).into());
+        }
+        Self::write(&mut self.report, m.into())
     }
 
     fn success(&mut self, origin: &input::Origin, out: &mut Outcome) -> anyhow::Result<()> {
@@ -223,7 +357,7 @@ impl Sidecars {
             if let serde_json::Value::Object(r) = report {
                 m.extend(r);
             }
-            Self::write(&mut self.report, m.into())?;
+            self.write_report(m)?;
         }
         for d in out.dropped.drain(..) {
             let mut m = Self::origin_fields(origin);
@@ -241,6 +375,9 @@ impl Sidecars {
         e: &anyhow::Error,
         code: u8,
     ) -> anyhow::Result<()> {
+        if self.report.is_none() {
+            return Ok(());
+        }
         let mut m = Self::origin_fields(origin);
         m.insert("error".into(), format!("{e:#}").into());
         m.insert("exit".into(), code.into());
@@ -248,16 +385,16 @@ impl Sidecars {
             m.insert("tokens_before".into(), cf.tokens_before.into());
             m.insert("budget".into(), cf.budget.into());
         }
-        Self::write(&mut self.report, m.into())
+        self.write_report(m)
     }
 }
 
-/// Writes results in input order: the document to stdout, its warnings (each once per run) to
-/// stderr, its report and dropped messages to the sidecars, and keeps the worst exit code.
+/// Writes results in input order: the document to stdout, its warnings (each once per
+/// document, naming it) to stderr, its report and dropped messages to the sidecars, and keeps
+/// the worst exit code.
 struct Emitter {
     stdout: Stdout,
     sidecars: Sidecars,
-    warned: HashSet<String>,
     code: u8,
     quiet: bool,
     /// The input a syntax error ended: its later documents are not emitted.
@@ -270,17 +407,16 @@ impl Emitter {
         if self.broken_input == Some(origin.input) {
             return Ok(()); // after a syntax error, the rest of that input is not JSON we can read
         }
-        let stderr = std::io::stderr();
         match result {
             Ok(mut out) => {
                 if let Err(e) = self.sidecars.success(origin, &mut out) {
                     return Err(fail(&e.context("cannot write --report/--dropped")));
                 }
                 if !self.quiet {
-                    let mut err = stderr.lock();
-                    for w in out.warnings {
-                        if self.warned.insert(w.clone()) {
-                            let _ = writeln!(err, "ctx: warning: {}", one_line(&w));
+                    let mut told = std::collections::HashSet::new();
+                    for w in &out.warnings {
+                        if told.insert(w.as_str()) {
+                            stderr_line(&format!("ctx: warning: {origin}: {}", one_line(w)));
                         }
                     }
                 }
@@ -293,8 +429,7 @@ impl Emitter {
                 if e.downcast_ref::<input::SyntaxError>().is_some() {
                     self.broken_input = Some(origin.input);
                 }
-                let line = one_line(&format!("{origin}: {e:#}"));
-                let _ = writeln!(stderr.lock(), "ctx: {line}");
+                stderr_line(&format!("ctx: {}", one_line(&format!("{origin}: {e:#}"))));
                 let c = cmd::exit_code(&e);
                 self.code = worse(self.code, c);
                 self.sidecars
@@ -337,12 +472,24 @@ fn filter(
     input: &cmd::InputArgs,
     output: &cmd::OutputArgs,
     sidecar_args: Option<&cmd::SideArgs>,
+    notes: &[String],
     process: impl Fn(&input::Origin, serde_json::Value) -> anyhow::Result<Outcome> + Sync,
 ) -> u8 {
-    let sidecars = match Sidecars::open(sidecar_args) {
+    let mut sidecars = match Sidecars::open(sidecar_args, &input.files) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
+    // Notes about the run are told once, unless -q: in the first report line with
+    // `--report -` (so that stderr stays JSON Lines), else as text on stderr.
+    if !output.quiet {
+        if sidecar_args.is_some_and(cmd::SideArgs::report_to_stderr) {
+            sidecars.notices = notes.to_vec();
+        } else {
+            for n in notes {
+                stderr_line(&format!("ctx: {}", one_line(n)));
+            }
+        }
+    }
     let mut docs = match Documents::open(&input.files, input.max_input_size) {
         Ok(d) => d,
         Err(e) => return fail(&e),
@@ -350,7 +497,6 @@ fn filter(
     let mut emitter = Emitter {
         stdout: Stdout::new(),
         sidecars,
-        warned: HashSet::new(),
         code: 0,
         quiet: output.quiet,
         broken_input: None,

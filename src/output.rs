@@ -1,8 +1,10 @@
 //! Writing output documents to stdout: one `write_all` per document, then a flush.
 //!
 //! A closed stdout (`ctx count big.jsonl | head -1`) is not an error: it is reported as
-//! [`WriteError::Closed`] so the caller can stop quietly. Rendering JSON (pretty like jq, or compact) is
-//! here too, so every command formats documents the same way.
+//! [`WriteError::Closed`] so the caller can stop quietly. Lines for stderr go through
+//! [`stderr_line`], which never panics, since a closed stderr ends as quietly as a closed stdout
+//! (SPEC §5). Rendering JSON (pretty like jq, or compact) is here too, so every command formats
+//! documents the same way.
 
 use std::io::{self, Write};
 
@@ -44,6 +46,16 @@ impl Stdout {
             Err(e) => Err(WriteError::Failed(e)),
         }
     }
+}
+
+/// Writes one line (a newline is added) to stderr with one write. Nothing can fail here: a
+/// closed stderr (`2>&1 | true`) or any other write error loses the line and the run goes on,
+/// where `eprintln!` would panic.
+pub fn stderr_line(line: &str) {
+    let mut buf = Vec::with_capacity(line.len() + 1);
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    let _ = io::stderr().lock().write_all(&buf);
 }
 
 /// Renders a JSON value: pretty with two-space indents (like jq), or compact on one line.

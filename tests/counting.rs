@@ -1,5 +1,7 @@
-//! Counting against published numbers and over the shared corpus, in one process (one encoder
+//! Counting against published numbers and over the corpus (tests/corpus), in one process (one encoder
 //! per encoding for the whole file, so the sweep stays fast on a 2-core CI machine).
+
+mod isolated;
 
 use std::path::{Path, PathBuf};
 
@@ -99,7 +101,7 @@ fn images_are_priced_from_their_real_size() {
 }
 
 fn corpus_files() -> Vec<PathBuf> {
-    let root = Path::new("../shared/corpus");
+    let root = Path::new("tests/corpus");
     let mut out = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(d) = dirs.pop() {
@@ -115,7 +117,7 @@ fn corpus_files() -> Vec<PathBuf> {
     out.sort();
     assert!(
         out.len() >= 30,
-        "the shared corpus is expected beside the repository"
+        "the corpus of real conversations is in tests/corpus"
     );
     out
 }
@@ -194,9 +196,8 @@ fn json_lines_give_one_report_per_document_in_order() {
 
 fn run_ctx(args: &[&str], stdin: &str) -> std::process::Output {
     use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ctx"))
+    let mut child = isolated::command()
         .args(args)
-        .env_remove("CTX_MODEL")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

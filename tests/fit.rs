@@ -1,6 +1,6 @@
 //! `ctx fit` against the invariants of SPEC §2 and its own promises (within budget or exit 3,
 //! idempotent, the first stage that suffices is the one used, nothing lost), over generated
-//! conversations and every file of the shared corpus.
+//! conversations and every file of the corpus (tests/corpus).
 
 mod common;
 

@@ -1,8 +1,10 @@
 //! Streams of many documents are processed on several threads; the output, the diagnostics, the
 //! sidecar files and the exit code must be exactly those of a single thread.
 
+mod isolated;
+
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{Value, json};
 
@@ -43,9 +45,8 @@ fn run(
     report: &std::path::Path,
 ) -> (Option<i32>, Vec<u8>, String, String) {
     let _ = std::fs::remove_file(report);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctx"))
+    let mut child = isolated::command()
         .args(args)
-        .env_remove("CTX_MODEL")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -123,7 +124,7 @@ fn a_syntax_error_ends_the_stream_at_the_same_place() {
 fn a_document_alone_on_a_pipe_is_answered_at_once() {
     use std::io::{BufRead, BufReader};
     for jobs in ["1", "2"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        let mut child = isolated::command()
             .args(["count", "-c", "--output", "total", "-j", jobs])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

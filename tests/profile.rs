@@ -1,8 +1,9 @@
 //! Profiles (SPEC §4): where ctx.toml is looked for, `CTX_PROFILE`, `--config`, flags beating
 //! profile values, and keys applying to every command that has the flag.
 
+mod isolated;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const CHAT: &str = "tests/data/fit_agent.json";
 
@@ -22,10 +23,8 @@ fn ctx(
     args: &[&str],
 ) -> (i32, String, String) {
     let input = std::fs::canonicalize(CHAT).unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    let mut c = isolated::command();
     c.current_dir(cwd)
-        .env_remove("CTX_PROFILE")
-        .env_remove("CTX_MODEL")
         .env("XDG_CONFIG_HOME", config_home)
         .args(args)
         .arg(input);

@@ -1,5 +1,5 @@
 //! `ctx prune` against the invariants of SPEC §2, over generated conversations and over every
-//! file of the shared corpus.
+//! file of the corpus (tests/corpus).
 
 mod common;
 

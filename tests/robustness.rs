@@ -7,6 +7,8 @@
 //! or very deep values. The property tests at the end feed arbitrary JSON to the library
 //! directly, which is much faster than spawning.
 
+mod isolated;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::thread;
@@ -32,11 +34,8 @@ struct Run {
 }
 
 fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    let mut cmd = isolated::command();
     cmd.args(args)
-        .env_remove("CTX_MODEL")
-        .env_remove("CTX_PROFILE")
-        .env_remove("RUST_BACKTRACE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -1,11 +1,12 @@
 //! `ctx summarize` with the offline engines (extractive, --summary-file) against the
-//! invariants of SPEC §2, over generated conversations and the shared corpus, through the
+//! invariants of SPEC §2, over generated conversations and the corpus (tests/corpus), through the
 //! binary. (The llm engine is tested against a local server in tests/llm.rs.)
 
 mod common;
+mod isolated;
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use common::*;
 use ctx::conversation::{Conversation, PinOptions};
@@ -14,14 +15,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn ctx(args: &[&str], stdin: &Value) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctx"))
+    let mut child = isolated::command()
         .args(args)
-        .env_remove("CTX_MODEL")
-        .env_remove("CTX_BASE_URL")
-        .env_remove("CTX_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("CTX_SUMMARY_MODEL")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -234,7 +229,7 @@ fn a_summary_file_is_placed_with_a_header_and_extended_later() {
 #[test]
 fn engine_auto_never_uses_a_stray_openai_key() {
     let input = read_json(std::path::Path::new("tests/data/agent_openai.json"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctx"))
+    let mut child = isolated::command()
         .args([
             "summarize",
             "--force",
@@ -243,8 +238,6 @@ fn engine_auto_never_uses_a_stray_openai_key() {
             "--report",
             "-",
         ])
-        .env_remove("CTX_BASE_URL")
-        .env_remove("CTX_API_KEY")
         .env("OPENAI_API_KEY", "sk-test-should-never-be-used")
         .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
         .stdin(Stdio::piped())

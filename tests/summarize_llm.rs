@@ -1,10 +1,12 @@
 //! `ctx summarize --engine llm` end to end: the built binary against a scripted HTTP/1.1 server
 //! on 127.0.0.1 started by each test (no network). The server code is adapted from tests/llm.rs.
 
+mod isolated;
+
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -189,13 +191,7 @@ impl Run {
 
 /// Runs the binary with `input` on stdin and no CTX_*/OPENAI_*/proxy variables, plus `env`.
 fn ctx(args: &[&str], env: &[(&str, &str)], input: &str) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
-    for (name, _) in std::env::vars() {
-        let upper = name.to_ascii_uppercase();
-        if upper.starts_with("CTX_") || upper.starts_with("OPENAI_") || upper.ends_with("_PROXY") {
-            cmd.env_remove(&name);
-        }
-    }
+    let mut cmd = isolated::command();
     cmd.envs(env.iter().copied())
         .args(args)
         .stdin(Stdio::piped())

@@ -1,7 +1,7 @@
 //! ctx's tokenizer against the reference, tiktoken-rs (OpenAI's tiktoken, vendored in Rust).
 //!
 //! Every comparison is token for token (the ranks, not only their number): on the rank tables
-//! themselves, on every string of the shared corpus, on generated text (random Unicode,
+//! themselves, on every string of the corpus (tests/corpus), on generated text (random Unicode,
 //! whitespace runs, digits, contractions, emoji, CJK, marks) for every encoding, and on
 //! megabyte-long runs, where the reference's regex cannot split the text (fancy-regex overflows
 //! its stack) and so the split is given by construction and the merges come from tiktoken-rs's
@@ -147,10 +147,10 @@ fn edge_cases_of_the_split_patterns() {
 #[test]
 fn the_whole_corpus() {
     let mut files = Vec::new();
-    collect_json(Path::new("../shared/corpus"), &mut files);
+    collect_json(Path::new("tests/corpus"), &mut files);
     assert!(
         files.len() >= 20,
-        "the shared corpus should be beside the repository"
+        "the corpus of real conversations is in tests/corpus"
     );
     for file in files {
         let raw = std::fs::read_to_string(&file).unwrap();

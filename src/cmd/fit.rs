@@ -129,15 +129,14 @@ pub struct Args {
     #[arg(long, value_name = "K=V,...", value_parser = truncate::parse_weights)]
     pub weights: Option<Weights>,
 
-    /// truncate stage: put a note where messages were removed (`--note=TEXT` for your own).
-    #[arg(
-        long,
-        value_name = "TEXT",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = truncate::DEFAULT_NOTE
-    )]
-    pub note: Option<String>,
+    /// truncate stage: put a note where messages were removed (a flag: it takes no value).
+    #[arg(long)]
+    pub note: bool,
+
+    /// truncate stage: the note's text instead of the default ({count}: how many messages were
+    /// removed there); implies --note.
+    #[arg(long, value_name = "TEXT")]
+    pub note_text: Option<String>,
 
     #[command(flatten)]
     pub summary: SummaryArgs,
@@ -560,9 +559,7 @@ impl<'a> Runner<'a> {
                 );
             }
         }
-        if args.note.as_deref().is_some_and(str::is_empty) {
-            bail!("--note needs a text (or no value for the default note)");
-        }
+        truncate::note_text(args.note, args.note_text.as_deref())?;
         let stages = if args.stages.is_empty() {
             [
                 Stage::Prune,
@@ -594,7 +591,7 @@ impl<'a> Runner<'a> {
                 &args.summary,
                 args.summarize.unwrap_or(Engine::Auto),
                 env,
-                args.output.quiet,
+                args.output.quiet || args.side.report_to_stderr(),
                 "fit",
                 args.input.max_input_size,
             )?)
@@ -608,6 +605,12 @@ impl<'a> Runner<'a> {
             stages,
             summarizer,
         })
+    }
+
+    /// Notes about the whole run for the user (which engine `--engine auto` chose).
+    pub fn notes(&self) -> Vec<String> {
+        let note = self.summarizer.as_ref().and_then(Summarizer::note);
+        note.map(String::from).into_iter().collect()
     }
 
     /// Fits one document.
@@ -685,7 +688,7 @@ impl<'a> Runner<'a> {
                 keep_first: args.keep_first,
                 weights: args.weights.unwrap_or_default(),
                 partial: false,
-                note: args.note.clone(),
+                note: truncate::note_text(args.note, args.note_text.as_deref())?,
                 pins: pins.clone(),
             },
             summarize: summarize::Options {

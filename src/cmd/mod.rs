@@ -43,7 +43,7 @@ pub struct OutputArgs {
     #[arg(short = 'c', long)]
     pub compact: bool,
 
-    /// No warnings on stderr (errors are still reported).
+    /// No warnings or notes on stderr (errors are still reported).
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
@@ -295,14 +295,23 @@ impl PinArgs {
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SideArgs {
     /// Write a JSON line per document (what was removed or rewritten, tokens before and after)
-    /// to FILE (overwritten), or to stderr with `-`.
+    /// to FILE (overwritten), or to stderr with `-` (the run's notes then go in the first
+    /// line's `notices`, so that stderr stays JSON Lines but for error and warning lines). FILE
+    /// may not be an input.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
     /// Append every removed or rewritten original message, as a JSON line with its document
-    /// index, message index and reason, to FILE (`-` for stderr).
+    /// index, message index and reason, to FILE (`-` for stderr). FILE may not be an input.
     #[arg(long, value_name = "FILE")]
     pub dropped: Option<PathBuf>,
+}
+
+impl SideArgs {
+    /// Whether the report goes to stderr (`--report -`), where it must stay JSON Lines.
+    pub fn report_to_stderr(&self) -> bool {
+        self.report.as_deref() == Some(std::path::Path::new("-"))
+    }
 }
 
 /// A removed or rewritten original message, for `--dropped`.

@@ -295,6 +295,10 @@ pub struct Summarizer {
     max_summary_tokens: usize,
     summary_role: SummaryRole,
     on_error: OnError,
+    /// Which engine `--engine auto` chose, for the user (see [`Summarizer::note`]).
+    note: Option<String>,
+    /// Whether the parts of a long LLM summary are counted out on stderr.
+    progress: bool,
 }
 
 /// The llm engine's endpoint: the base URL from `--base-url`, `$CTX_BASE_URL`,
@@ -342,8 +346,9 @@ fn resolve_endpoint(args: &SummaryArgs, env: &Env, timeout: Duration) -> Result<
 
 impl Summarizer {
     /// Resolves `engine` (auto picks llm only when ctx itself is configured for an endpoint,
-    /// and says which on stderr unless `quiet`) and reads the prompt and summary files, each at
-    /// most `max_file_size` bytes (`--max-input-size`).
+    /// and [`Summarizer::note`] says which) and reads the prompt and summary files, each at most
+    /// `max_file_size` bytes (`--max-input-size`). Unless `quiet`, a long LLM summary counts its
+    /// parts out on stderr when stderr is a terminal.
     pub fn new(
         args: &SummaryArgs,
         engine: Engine,
@@ -389,16 +394,14 @@ impl Summarizer {
             Engine::Auto => Engine::Extractive,
             other => other,
         };
-        if engine == Engine::Auto && summary_text.is_none() && !quiet {
-            eprintln_note(&match resolved {
-                Engine::Llm => format!(
-                    "ctx: {command}: --engine auto chose llm (ctx is configured for an endpoint)"
-                ),
-                _ => format!(
-                    "ctx: {command}: --engine auto chose extractive (no --base-url, CTX_BASE_URL or CTX_API_KEY)"
-                ),
-            });
-        }
+        let note = (engine == Engine::Auto && summary_text.is_none()).then(|| match resolved {
+            Engine::Llm => {
+                format!("{command}: --engine auto chose llm (ctx is configured for an endpoint)")
+            }
+            _ => format!(
+                "{command}: --engine auto chose extractive (no --base-url, CTX_BASE_URL or CTX_API_KEY)"
+            ),
+        });
         let mut openai_key_withheld = false;
         let endpoint = if resolved == Engine::Llm && summary_text.is_none() {
             let (endpoint, withheld) = resolve_endpoint(args, env, timeout)?;
@@ -420,7 +423,15 @@ impl Summarizer {
             max_summary_tokens: args.max_summary_tokens,
             summary_role: args.summary_role,
             on_error: args.on_error,
+            note,
+            progress: !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         })
+    }
+
+    /// A note for the user about the run, such as which engine `--engine auto` chose, without
+    /// the `ctx: ` prefix. The caller shows it once: on stderr, or in the report.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
     }
 
     /// `llm`, `extractive`, or `file` (`--summary-file`).
@@ -504,7 +515,7 @@ impl Summarizer {
         if !current.is_empty() {
             chunks.push(current);
         }
-        let progress = chunks.len() > 1 && std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let progress = self.progress && chunks.len() > 1;
         let cut_short = std::cell::Cell::new(false);
         let call = |user: String| -> std::result::Result<String, crate::llm::LlmError> {
             let req = ChatRequest {
@@ -525,7 +536,11 @@ impl Summarizer {
         let n_chunks = chunks.len();
         for (k, chunk) in chunks.iter().enumerate() {
             if progress {
-                eprintln_note(&format!("ctx: summarize: part {} of {}", k + 1, n_chunks));
+                crate::output::stderr_line(&format!(
+                    "ctx: summarize: part {} of {}",
+                    k + 1,
+                    n_chunks
+                ));
             }
             // If the server says the request is still too long for its context, the oldest
             // half of what is left is dropped and the call retried.
@@ -1042,7 +1057,7 @@ impl<'a> Runner<'a> {
             &args.summary,
             args.engine,
             env,
-            args.output.quiet,
+            args.output.quiet || args.side.report_to_stderr(),
             "summarize",
             args.input.max_input_size,
         )?;
@@ -1052,6 +1067,15 @@ impl<'a> Runner<'a> {
             tools,
             summarizer,
         })
+    }
+
+    /// Notes about the whole run for the user (which engine `--engine auto` chose).
+    pub fn notes(&self) -> Vec<String> {
+        self.summarizer
+            .note()
+            .map(String::from)
+            .into_iter()
+            .collect()
     }
 
     /// Summarizes one document.
@@ -1132,11 +1156,6 @@ fn is_overflow(message: &str) -> bool {
         || m.contains("too many tokens")
         || m.contains("prompt is too long")
         || m.contains("exceeds the context")
-}
-
-fn eprintln_note(s: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{s}");
 }
 
 /// One message as a transcript line: role, text, tool calls by name, long results shortened.

@@ -36,6 +36,7 @@ pub const DEFAULT_NOTE: &str =
 /// Example:
 ///   ctx truncate --budget 6000 < session.json | ctx count --budget 6000
 ///   ctx truncate --strategy importance --keep-last 40 --note < chat.json
+///   ctx truncate --budget 6000 --note-text "[{count} older messages removed]" chat.json
 ///
 /// Exit codes: 0 ok; 2 bad input or flags; 3 the pinned messages and the newest unit exceed the
 /// budget (and --partial cannot help): nothing is written for that document.
@@ -81,16 +82,15 @@ pub struct Args {
     #[arg(long)]
     pub partial: bool,
 
-    /// Put a note where messages were removed (`--note`, or `--note=TEXT` for your own text);
-    /// `{count}` is replaced by how many.
-    #[arg(
-        long,
-        value_name = "TEXT",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = DEFAULT_NOTE
-    )]
-    pub note: Option<String>,
+    /// Put a note where messages were removed: "[ctx: {count} earlier messages were removed
+    /// here to fit the context window]". A flag: it takes no value.
+    #[arg(long)]
+    pub note: bool,
+
+    /// Put a note with this text instead ({count}: how many messages were removed there);
+    /// implies --note.
+    #[arg(long, value_name = "TEXT")]
+    pub note_text: Option<String>,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -639,6 +639,16 @@ fn gaps(conv: &Conversation, keep: &[bool], dialect: Dialect) -> Vec<(usize, usi
     out
 }
 
+/// The text of the note from `--note` and `--note-text TEXT` (which implies `--note`), or
+/// `None` when no note is asked for; an empty text is a usage error.
+pub fn note_text(note: bool, text: Option<&str>) -> Result<Option<String>> {
+    match text {
+        Some("") => bail!("--note-text needs a text (or --note alone for the default note)"),
+        Some(t) => Ok(Some(t.to_string())),
+        None => Ok(note.then(|| DEFAULT_NOTE.to_string())),
+    }
+}
+
 /// The note message for a gap of `count` messages.
 fn note_message(dialect: Dialect, text: &str, count: usize) -> Value {
     let role = match dialect {
@@ -742,9 +752,7 @@ impl<'a> Runner<'a> {
             .as_deref()
             .map(|p| read_tools_file(p, args.input.max_input_size))
             .transpose()?;
-        if args.note.as_deref().is_some_and(str::is_empty) {
-            bail!("--note needs a text (or no value for the default note)");
-        }
+        note_text(args.note, args.note_text.as_deref())?;
         Ok(Runner { args, env, tools })
     }
 
@@ -767,7 +775,7 @@ impl<'a> Runner<'a> {
             keep_first: self.args.keep_first,
             weights: self.args.weights.unwrap_or_default(),
             partial: self.args.partial,
-            note: self.args.note.clone(),
+            note: note_text(self.args.note, self.args.note_text.as_deref())?,
             pins: self.args.pin.pins(),
         };
         let t = truncate(p.doc, &counter, &count, &opts)?;

@@ -397,12 +397,12 @@ pub fn assert_invariants(
     Ok(())
 }
 
-/// Every JSON file of the shared corpus.
+/// Every JSON file of the corpus of real conversations (tests/corpus).
 pub fn corpus_files() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let mut dirs = vec![Path::new("../shared/corpus").to_path_buf()];
+    let mut dirs = vec![Path::new("tests/corpus").to_path_buf()];
     while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).expect("the shared corpus is beside the repository") {
+        for e in std::fs::read_dir(&d).expect("tests/corpus is in the repository") {
             let p = e.unwrap().path();
             if p.is_dir() {
                 dirs.push(p);

@@ -1,0 +1,73 @@
+//! Spawning `ctx` from the tests in an environment of the test's own making: whatever the
+//! developer has exported (`CTX_MODEL`, `CTX_PROFILE`, `OPENAI_API_KEY`, a proxy) or keeps in
+//! `~/.config/ctx/ctx.toml` must not change an outcome. A test that means a variable sets it
+//! after [`isolate`] with `.env`.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The variables that reach `ctx` from a developer's shell and can change what it does.
+fn is_ambient(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.starts_with("CTX_")
+        || upper.starts_with("OPENAI_")
+        || upper.ends_with("_PROXY")
+        || upper == "RUST_BACKTRACE"
+}
+
+/// The variables ctx reads, blanked even when the test process does not have them.
+const READ_BY_CTX: &[&str] = &[
+    "CTX_MODEL",
+    "CTX_PROFILE",
+    "CTX_BASE_URL",
+    "CTX_API_KEY",
+    "CTX_SUMMARY_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+];
+
+/// An empty directory for `HOME` and `XDG_CONFIG_HOME`, so no user config is found. Nothing
+/// may write into it.
+pub fn empty_home() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("empty-home");
+    std::fs::create_dir_all(&d).expect("create the empty home directory");
+    d
+}
+
+/// Removes every ambient variable from `cmd` and points `HOME` and `XDG_CONFIG_HOME` at an
+/// empty directory.
+pub fn isolate(cmd: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        if is_ambient(&name.to_string_lossy()) {
+            cmd.env_remove(&name);
+        }
+    }
+    let home = empty_home();
+    cmd.env("HOME", &home).env("XDG_CONFIG_HOME", &home)
+}
+
+/// `ctx`, isolated.
+pub fn command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    isolate(&mut cmd);
+    cmd
+}
+
+/// The same isolation as variables to set, for runners that can only add variables (trycmd):
+/// every ambient variable blanked (ctx reads an empty variable as unset), `HOME` and
+/// `XDG_CONFIG_HOME` at the empty directory.
+pub fn blanked_vars() -> Vec<(String, String)> {
+    let mut names: Vec<String> = READ_BY_CTX.iter().map(|s| s.to_string()).collect();
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if is_ambient(&name) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let home = empty_home().to_string_lossy().into_owned();
+    let mut vars: Vec<(String, String)> = names.into_iter().map(|n| (n, String::new())).collect();
+    vars.push(("HOME".into(), home.clone()));
+    vars.push(("XDG_CONFIG_HOME".into(), home));
+    vars
+}
