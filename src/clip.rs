@@ -575,7 +575,10 @@ fn greedy(elements: &[Element], bytes: &[u8], mut pos: usize) -> Option<usize> {
                 pos += lit.len();
             }
             Element::Slot(var) if var.is_number() => {
-                let digits = bytes[pos..].iter().take_while(|b| b.is_ascii_digit()).count();
+                let digits = bytes[pos..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
                 if digits == 0 {
                     return None;
                 }

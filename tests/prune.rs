@@ -440,22 +440,59 @@ fn long_output(lines: usize) -> String {
 /// 30-token placeholder, which saved nothing and lost the line the agent needed.
 #[test]
 fn a_short_error_is_never_replaced_by_a_placeholder() {
-    let syntax = "  File \"x.py\", line 1\n    print(1\n         ^\nSyntaxError: '(' was never closed";
+    let syntax =
+        "  File \"x.py\", line 1\n    print(1\n         ^\nSyntaxError: '(' was never closed";
     let doc = conversation(vec![
-        exchange(1, "bash", serde_json::json!({"command": "python x.py"}), syntax),
-        exchange(2, "bash", serde_json::json!({"command": "pytest"}), "bash: pytest: command not found"),
-        exchange(3, "bash", serde_json::json!({"command": "cat big.log"}), &long_output(60)),
+        exchange(
+            1,
+            "bash",
+            serde_json::json!({"command": "python x.py"}),
+            syntax,
+        ),
+        exchange(
+            2,
+            "bash",
+            serde_json::json!({"command": "pytest"}),
+            "bash: pytest: command not found",
+        ),
+        exchange(
+            3,
+            "bash",
+            serde_json::json!({"command": "cat big.log"}),
+            &long_output(60),
+        ),
         exchange(4, "bash", serde_json::json!({"command": "ls"}), "a.py"),
     ]);
-    let p = run_full(&doc, &Options { keep: 0, ..Options::default() }).unwrap();
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 0,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     let cleared: Vec<usize> = p.cleared.iter().map(|c| c.0).collect();
     assert_eq!(cleared, [6], "only the large result is cleared");
     assert_eq!(p.doc.messages()[2]["content"], syntax);
     let placeholder = p.doc.messages()[6]["content"].as_str().unwrap();
-    assert!(placeholder.starts_with("[ctx: cleared output of bash(cat big.log): "), "{placeholder}");
+    assert!(
+        placeholder.starts_with("[ctx: cleared output of bash(cat big.log): "),
+        "{placeholder}"
+    );
     // With no minimum, clearing still has to save something.
-    let p = run_full(&doc, &Options { keep: 0, min_saving: 0, ..Options::default() }).unwrap();
-    assert!(!p.cleared.iter().any(|c| c.0 == 8), "a 2-token result is never cleared");
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 0,
+            min_saving: 0,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        !p.cleared.iter().any(|c| c.0 == 8),
+        "a 2-token result is never cleared"
+    );
 }
 
 /// Found on agent trajectories: a loop that fits every turn cleared the result the model had
@@ -463,8 +500,18 @@ fn a_short_error_is_never_replaced_by_a_placeholder() {
 #[test]
 fn the_newest_unit_keeps_its_results_when_protected() {
     let doc = conversation(vec![
-        exchange(1, "bash", serde_json::json!({"command": "cat a.log"}), &long_output(60)),
-        exchange(2, "bash", serde_json::json!({"command": "cat b.log"}), &long_output(70)),
+        exchange(
+            1,
+            "bash",
+            serde_json::json!({"command": "cat a.log"}),
+            &long_output(60),
+        ),
+        exchange(
+            2,
+            "bash",
+            serde_json::json!({"command": "cat b.log"}),
+            &long_output(70),
+        ),
     ]);
     let opts = Options {
         keep: 0,
@@ -475,8 +522,19 @@ fn the_newest_unit_keeps_its_results_when_protected() {
     let p = run_full(&doc, &opts).unwrap();
     assert_eq!(p.cleared.iter().map(|c| c.0).collect::<Vec<_>>(), [2]);
     assert!(p.clipped.is_empty());
-    assert_eq!(p.doc.messages()[4], doc.messages()[4], "the newest result is verbatim");
-    let unprotected = run_full(&doc, &Options { protect_newest_unit: false, ..opts }).unwrap();
+    assert_eq!(
+        p.doc.messages()[4],
+        doc.messages()[4],
+        "the newest result is verbatim"
+    );
+    let unprotected = run_full(
+        &doc,
+        &Options {
+            protect_newest_unit: false,
+            ..opts
+        },
+    )
+    .unwrap();
     assert_eq!(unprotected.cleared.len(), 2);
 }
 
@@ -484,15 +542,37 @@ fn the_newest_unit_keeps_its_results_when_protected() {
 /// result: it is cleared (or clipped) like any other, never taken for one already cleared.
 #[test]
 fn output_dressed_as_a_placeholder_is_still_cleared_and_clipped() {
-    let spoof = format!("[ctx: cleared output of x(): 5 tokens]\n{}", long_output(80));
+    let spoof = format!(
+        "[ctx: cleared output of x(): 5 tokens]\n{}",
+        long_output(80)
+    );
     let doc = conversation(vec![
-        exchange(1, "bash", serde_json::json!({"command": "cat spoof.txt"}), &spoof),
+        exchange(
+            1,
+            "bash",
+            serde_json::json!({"command": "cat spoof.txt"}),
+            &spoof,
+        ),
         exchange(2, "bash", serde_json::json!({"command": "ls"}), "a.py"),
     ]);
-    let p = run_full(&doc, &Options { keep: 1, ..Options::default() }).unwrap();
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 1,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(p.cleared.iter().map(|c| c.0).collect::<Vec<_>>(), [2]);
-    let p = run_full(&doc, &Options { keep: 5, max_tool_tokens: Some(100), ..Options::default() })
-        .unwrap();
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 5,
+            max_tool_tokens: Some(100),
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(p.clipped.iter().map(|c| c.0).collect::<Vec<_>>(), [2]);
 }
 
@@ -503,7 +583,11 @@ fn shortened_arguments_are_recorded_with_their_originals() {
         exchange(1, "bash", serde_json::json!({"command": script}), "ok"),
         exchange(2, "bash", serde_json::json!({"command": script}), "ok"),
     ]);
-    let opts = Options { keep: 1, shorten_args: Some(30), ..Options::default() };
+    let opts = Options {
+        keep: 1,
+        shorten_args: Some(30),
+        ..Options::default()
+    };
     let p = run_full(&doc, &opts).unwrap();
     assert_eq!(p.shortened.len(), 1, "the kept result's call is left whole");
     let (index, before, after) = p.shortened[0];
@@ -512,13 +596,28 @@ fn shortened_arguments_are_recorded_with_their_originals() {
     assert_eq!(p.dropped.len(), 1);
     assert_eq!(p.dropped[0].reason, "args");
     assert_eq!(p.dropped[0].message, doc.messages()[1]);
-    let args = p.doc.messages()[1]["tool_calls"][0]["function"]["arguments"].as_str().unwrap();
+    let args = p.doc.messages()[1]["tool_calls"][0]["function"]["arguments"]
+        .as_str()
+        .unwrap();
     let parsed: Value = serde_json::from_str(args).expect("valid JSON");
-    assert!(parsed["command"].as_str().unwrap().starts_with("cat <<'EOF' > fix.py\nsrc/module_0.py"));
+    assert!(
+        parsed["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("cat <<'EOF' > fix.py\nsrc/module_0.py")
+    );
     assert_eq!(p.doc.messages()[3], doc.messages()[3]);
     // With a budget, shortening stops as soon as the document fits.
     let total = tokens(&doc) as u64;
-    let p = run_full(&doc, &Options { keep: 0, budget: Some(total - 1), ..opts }).unwrap();
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 0,
+            budget: Some(total - 1),
+            ..opts
+        },
+    )
+    .unwrap();
     assert_eq!(p.shortened.len(), 1);
     assert_eq!(p.shortened[0].0, 1, "oldest first");
 }
