@@ -1,20 +1,25 @@
-//! Text-level shrinking of single tool results: middle-out clipping to a token budget and the
-//! placeholder templates that replace cleared results.
+//! Text-level shrinking of single texts: middle-out clipping of tool results to a token budget,
+//! cutting long call-argument values to their start, and the placeholder templates that replace
+//! cleared results.
 //!
-//! This module owns the clip marker (`marker_text`, `is_clipped`) and the placeholder template
-//! language (`{tool}`, `{tokens}`, `{chars}`), so that `prune`, `fit` and anything that must
-//! recognise their output agree on one spelling. It works on plain strings only: it must not know
-//! about messages, JSON or dialects, must not decide *which* results to clip or clear (that is the
-//! commands' job), and counts tokens only through [`Encoding::count`], never through the BPE
-//! library directly. Clipping guarantees its result fits the budget, marker included, so clipping
-//! again changes nothing (SPEC §4 `ctx prune --max-tool-tokens`).
+//! This module owns the clip marker (`marker_text`, `is_clipped`), the cut marker of shortened
+//! argument values (`cut_marker`, `is_cut_marker`) and the placeholder template language
+//! ([`Template`], [`Var`]), so that `prune`, `fit` and anything that must recognise their output
+//! agree on one spelling. It works on plain strings only: it must not know about messages, JSON
+//! or dialects, must not decide *which* results to clip or clear (that is the commands' job), and
+//! counts tokens only through [`Encoding::count`], never through the BPE library directly.
+//! Clipping and cutting guarantee their result fits the budget, marker included, so doing it
+//! again changes nothing (SPEC §4 `ctx prune --max-tool-tokens`, `--shorten-args`).
 
 use anyhow::Result;
 
 use crate::tokenizer::Encoding;
 
-/// The placeholder `ctx prune` puts in place of a cleared tool result unless told otherwise.
-pub const DEFAULT_PLACEHOLDER: &str = "[ctx: cleared the output of tool {tool} ({tokens} tokens, {chars} chars) to save context; call the tool again if you need it]";
+/// The placeholder `ctx prune` puts in place of a cleared tool result unless told otherwise: the
+/// call, the size, whether it failed, then the output's first line, its error and test-outcome
+/// lines and its last line (lines left out when empty).
+pub const DEFAULT_PLACEHOLDER: &str =
+    "[ctx: cleared output of {tool}({args}): {tokens} tokens{status}]\n{head}\n{salient}\n{tail}";
 
 /// What a clip marker starts with, before the omitted count.
 const MARKER_OPEN: &str = "[... ";
@@ -99,6 +104,92 @@ pub fn clip_middle(enc: Encoding, text: &str, max_tokens: usize) -> Result<Optio
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         match clipper.candidate(mid)? {
+            Some(fits) => {
+                best = fits;
+                lo = mid;
+            }
+            None => hi = mid,
+        }
+    }
+    Ok(Some(best))
+}
+
+/// What a cut argument value ends with: `"… [ctx: 1,234 chars cut]"`.
+pub fn cut_marker(chars: usize) -> String {
+    format!("{CUT_OPEN}{}{CUT_CLOSE}", thousands(chars))
+}
+
+const CUT_OPEN: &str = "… [ctx: ";
+const CUT_CLOSE: &str = " chars cut]";
+
+/// True when `text` is a cut marker and nothing else (what [`clip_start`] leaves when not even
+/// the start of the value fits).
+pub fn is_cut_marker(text: &str) -> bool {
+    text.strip_prefix(CUT_OPEN)
+        .and_then(|r| r.strip_suffix(CUT_CLOSE))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b','))
+}
+
+/// `1234567` → `"1,234,567"`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Cuts `text` to its start plus [`cut_marker`] so that it counts at most `max_tokens`;
+/// `Ok(None)` if it already fits.
+///
+/// The start is the longest prefix a galloping binary search finds (O(log n) counts), moved back
+/// onto a line break or whitespace when one lies within a few dozen chars; the marker gives the
+/// number of chars cut. The result fits `max_tokens`, so cutting it again returns `Ok(None)`.
+/// When not even the bare marker fits, the result is the bare marker (recognised by
+/// [`is_cut_marker`]) if that is shorter than `text`, else `Ok(None)`.
+pub fn clip_start(enc: Encoding, text: &str, max_tokens: usize) -> Result<Option<String>> {
+    let total = enc.count(text)?;
+    if total <= max_tokens {
+        return Ok(None);
+    }
+    let clipper = Clipper::new(enc, text, total, max_tokens);
+    let n = clipper.chars();
+    let candidate = |keep: usize| -> Result<Option<String>> {
+        let end = clipper.head_end(keep);
+        let head = &text[..end];
+        let cut = n - head.chars().count();
+        let s = format!("{head}{}", cut_marker(cut));
+        Ok((enc.count(&s)? <= max_tokens).then_some(s))
+    };
+    let Some(mut best) = candidate(0)? else {
+        let bare = cut_marker(n);
+        return Ok((enc.count(&bare)? < total).then_some(bare));
+    };
+    // `text` is over budget, so it is not empty; keep at least one char out.
+    let max_keep = n - 1;
+    let (mut lo, mut hi) = (0, max_keep + 1);
+    let mut probe = max_tokens.clamp(1, max_keep.max(1));
+    // Gallop up from a guess of one char per token until a size fails, then bisect.
+    while lo < max_keep {
+        match candidate(probe)? {
+            Some(fits) => {
+                best = fits;
+                lo = probe;
+                probe = probe.saturating_mul(2).min(max_keep);
+            }
+            None => {
+                hi = probe;
+                break;
+            }
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match candidate(mid)? {
             Some(fits) => {
                 best = fits;
                 lo = mid;
@@ -204,163 +295,361 @@ fn is_blank(c: char) -> bool {
     c.is_whitespace() && c != '\n' && c != '\r'
 }
 
-/// A placeholder template: literal text with `{tool}`, `{tokens}` and `{chars}` slots.
+/// A value a placeholder slot is filled with (SPEC §4 `ctx prune --placeholder`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Var {
+    /// `{tool}`: the tool's name.
+    Tool,
+    /// `{args}`: a short form of the call's arguments.
+    Args,
+    /// `{tokens}`: the cleared result's tokens.
+    Tokens,
+    /// `{chars}`: the cleared result's chars.
+    Chars,
+    /// `{status}`: `, failed (exit code 1)`, `, exit code 0` or nothing.
+    Status,
+    /// `{head}`: the output's first non-empty line.
+    Head,
+    /// `{tail}`: its last non-empty line.
+    Tail,
+    /// `{salient}`: lines reporting errors or test outcomes, one per line.
+    Salient,
+}
+
+impl Var {
+    /// Every slot, as written in a template.
+    const ALL: [(&'static str, Var); 8] = [
+        ("{tool}", Var::Tool),
+        ("{args}", Var::Args),
+        ("{tokens}", Var::Tokens),
+        ("{chars}", Var::Chars),
+        ("{status}", Var::Status),
+        ("{head}", Var::Head),
+        ("{tail}", Var::Tail),
+        ("{salient}", Var::Salient),
+    ];
+
+    /// The most chars a rendered value holds: longer values are clipped (ending in `…`), so a
+    /// rendering is bounded and a text far longer than any rendering is never taken for one.
+    pub fn max_chars(self) -> usize {
+        match self {
+            Var::Tokens | Var::Chars => 20,
+            Var::Tool | Var::Status => 64,
+            Var::Args => 80,
+            Var::Head | Var::Tail => 160,
+            Var::Salient => 4 * 161,
+        }
+    }
+
+    fn is_number(self) -> bool {
+        matches!(self, Var::Tokens | Var::Chars)
+    }
+
+    /// Only `{salient}` spans lines; every other value is one line.
+    fn is_multi_line(self) -> bool {
+        self == Var::Salient
+    }
+}
+
+/// What a template's slots are filled with.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fill<'a> {
+    pub tool: &'a str,
+    pub args: &'a str,
+    pub tokens: usize,
+    pub chars: usize,
+    pub status: &'a str,
+    pub head: &'a str,
+    pub tail: &'a str,
+    /// Lines joined with `\n`.
+    pub salient: &'a str,
+}
+
+/// A placeholder template: literal text with slots (`{tool}`, `{args}`, `{tokens}`, `{chars}`,
+/// `{status}`, `{head}`, `{tail}`, `{salient}`); other braces are text.
+///
+/// A line of the template made only of slots is left out when they are all empty, with the
+/// line break before it, so a result without error lines gets no blank line where they would
+/// be. Renderings are bounded ([`Var::max_chars`]) and [`Template::matches`] recognises them
+/// (so a cleared result is never cleared again) in time linear in that bound, whatever the text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Template {
+    lines: Vec<Line>,
+    /// The longest rendering, in bytes.
+    max_len: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Line {
     segments: Vec<Segment>,
+    /// Only slots: left out when they render empty.
+    omittable: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Segment {
     Literal(String),
-    Tool,
-    Tokens,
-    Chars,
+    Slot(Var),
+}
+
+/// What `matches` walks: the template with its left-out lines made optional.
+enum Element<'a> {
+    Literal(&'a [u8]),
+    Slot(Var),
+    /// A line that may be absent: its line break and its slots.
+    Optional(Vec<Element<'a>>),
 }
 
 impl Template {
-    /// Parses a template; only `{tool}`, `{tokens}` and `{chars}` are slots, other braces are text.
+    /// Parses a template; only the slots listed on [`Var`] are slots, other braces are text.
     pub fn parse(s: &str) -> Template {
-        let mut segments = Vec::new();
-        let mut literal = String::new();
-        let mut rest = s;
-        while let Some(i) = rest.find('{') {
-            literal.push_str(&rest[..i]);
-            rest = &rest[i..];
-            let slot = [
-                ("{tool}", Segment::Tool),
-                ("{tokens}", Segment::Tokens),
-                ("{chars}", Segment::Chars),
-            ]
-            .into_iter()
-            .find(|(name, _)| rest.starts_with(name));
-            match slot {
-                Some((name, segment)) => {
-                    if !literal.is_empty() {
-                        segments.push(Segment::Literal(std::mem::take(&mut literal)));
+        let mut lines = Vec::new();
+        for text in s.split('\n') {
+            let mut segments = Vec::new();
+            let mut literal = String::new();
+            let mut rest = text;
+            while let Some(i) = rest.find('{') {
+                literal.push_str(&rest[..i]);
+                rest = &rest[i..];
+                match Var::ALL.iter().find(|(name, _)| rest.starts_with(name)) {
+                    Some(&(name, var)) => {
+                        if !literal.is_empty() {
+                            segments.push(Segment::Literal(std::mem::take(&mut literal)));
+                        }
+                        segments.push(Segment::Slot(var));
+                        rest = &rest[name.len()..];
                     }
-                    segments.push(segment);
-                    rest = &rest[name.len()..];
-                }
-                None => {
-                    literal.push('{');
-                    rest = &rest[1..];
+                    None => {
+                        literal.push('{');
+                        rest = &rest[1..];
+                    }
                 }
             }
+            literal.push_str(rest);
+            if !literal.is_empty() {
+                segments.push(Segment::Literal(literal));
+            }
+            let omittable =
+                !segments.is_empty() && segments.iter().all(|s| matches!(s, Segment::Slot(_)));
+            lines.push(Line {
+                segments,
+                omittable,
+            });
         }
-        literal.push_str(rest);
-        if !literal.is_empty() {
-            segments.push(Segment::Literal(literal));
-        }
-        Template { segments }
+        let max_len = lines.len().saturating_sub(1)
+            + lines
+                .iter()
+                .flat_map(|l| &l.segments)
+                .map(|s| match s {
+                    Segment::Literal(l) => l.len(),
+                    // A char is at most 4 bytes.
+                    Segment::Slot(v) => v.max_chars() * 4,
+                })
+                .sum::<usize>();
+        Template { lines, max_len }
     }
 
-    /// Fills the slots with the tool name and the cleared result's token and char counts.
-    pub fn render(&self, tool: &str, tokens: usize, chars: usize) -> String {
+    /// The longest text a rendering can be, in bytes.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// True when the template has slot `var`.
+    pub fn has(&self, var: Var) -> bool {
+        self.lines
+            .iter()
+            .flat_map(|l| &l.segments)
+            .any(|s| *s == Segment::Slot(var))
+    }
+
+    /// Fills the slots. Values are made to fit their slot: line breaks in one-line values
+    /// become spaces, and values over [`Var::max_chars`] are clipped.
+    pub fn render(&self, fill: &Fill) -> String {
         let mut out = String::new();
-        for segment in &self.segments {
-            match segment {
-                Segment::Literal(s) => out.push_str(s),
-                Segment::Tool => out.push_str(tool),
-                Segment::Tokens => out.push_str(&tokens.to_string()),
-                Segment::Chars => out.push_str(&chars.to_string()),
+        for (i, line) in self.lines.iter().enumerate() {
+            let mut text = String::new();
+            for segment in &line.segments {
+                match segment {
+                    Segment::Literal(s) => text.push_str(s),
+                    Segment::Slot(var) => push_value(&mut text, *var, fill),
+                }
             }
+            if line.omittable && text.is_empty() {
+                continue;
+            }
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(&text);
         }
         out
     }
 
-    /// One left-to-right attempt: a tool name runs to the first occurrence of the literal after
-    /// it, a number takes every digit. True means `text` matches; false only that this attempt
-    /// failed (a tool name containing that literal, say), so `matches` then runs the general
-    /// check. Renderings of the template nearly always match here, without allocating.
-    fn matches_greedily(&self, text: &str) -> bool {
-        let mut pos = 0;
-        let mut in_tool = false;
-        for segment in &self.segments {
-            let rest = &text[pos..];
-            match segment {
-                Segment::Literal(lit) if in_tool => match rest.find(lit.as_str()) {
-                    Some(k) => {
-                        pos += k + lit.len();
-                        in_tool = false;
-                    }
-                    None => return false,
-                },
-                Segment::Literal(lit) => {
-                    if !rest.starts_with(lit.as_str()) {
-                        return false;
-                    }
-                    pos += lit.len();
-                }
-                Segment::Tool => in_tool = true,
-                Segment::Tokens | Segment::Chars => {
-                    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-                    if in_tool || digits == 0 {
-                        return false;
-                    }
-                    pos += digits;
-                }
-            }
-        }
-        in_tool || pos == text.len()
-    }
-
-    /// True when `text` could be a rendering of this template (numbers as ASCII digits, any tool).
-    /// Linear in the text whatever it holds (see `matches_exhaustively`).
+    /// True when `text` could be a rendering of this template: numbers as ASCII digits, one-line
+    /// values without line breaks, every value within its bound. Linear in [`Template::max_len`]
+    /// whatever the text holds (a dynamic programme over slots × bytes, never backtracking), and
+    /// false at once for a text longer than any rendering.
     pub fn matches(&self, text: &str) -> bool {
-        // Most texts are checked only to be rejected: a rendering starts with the first
-        // literal and ends with the last, which rules nearly all of them out at once.
-        if let Some(Segment::Literal(first)) = self.segments.first() {
+        if text.len() > self.max_len {
+            return false;
+        }
+        // Most texts are checked only to be rejected: a rendering starts with the template's
+        // first literal text.
+        if let Some(Segment::Literal(first)) = self.lines[0].segments.first() {
             if !text.starts_with(first.as_str()) {
                 return false;
             }
         }
-        if let Some(Segment::Literal(last)) = self.segments.last() {
-            if !text.ends_with(last.as_str()) {
-                return false;
-            }
+        let elements = self.elements();
+        let bytes = text.as_bytes();
+        if greedy(&elements, bytes, 0) == Some(bytes.len()) {
+            return true;
         }
-        self.matches_greedily(text) || self.matches_exhaustively(text)
+        let mut reach = vec![false; bytes.len() + 1];
+        reach[0] = true;
+        let reach = advance(&elements, bytes, reach);
+        reach[bytes.len()]
     }
 
-    /// The general check behind `matches`: a dynamic programme over segments × byte positions,
-    /// O(segments × len × longest literal), whatever the input, with no backtracking.
-    fn matches_exhaustively(&self, text: &str) -> bool {
-        let bytes = text.as_bytes();
-        let n = bytes.len();
-        // reach[p]: the segments so far can match exactly text[..p].
-        let mut reach = vec![false; n + 1];
-        reach[0] = true;
-        let mut next = vec![false; n + 1];
-        for segment in &self.segments {
-            next.fill(false);
-            match segment {
-                Segment::Literal(lit) => {
-                    let lit = lit.as_bytes();
-                    for p in 0..=n.saturating_sub(lit.len()) {
-                        if reach[p] && bytes[p..].starts_with(lit) {
-                            next[p + lit.len()] = true;
-                        }
-                    }
-                }
-                Segment::Tool => {
-                    if let Some(first) = reach.iter().position(|&r| r) {
-                        next[first..].fill(true);
-                    }
-                }
-                Segment::Tokens | Segment::Chars => {
-                    for q in 1..=n {
-                        next[q] = bytes[q - 1].is_ascii_digit() && (reach[q - 1] || next[q - 1]);
-                    }
-                }
+    fn elements(&self) -> Vec<Element<'_>> {
+        let mut out = Vec::new();
+        for (i, line) in self.lines.iter().enumerate() {
+            let mut items = Vec::new();
+            if i > 0 {
+                items.push(Element::Literal(b"\n"));
             }
-            std::mem::swap(&mut reach, &mut next);
-            if !reach.contains(&true) {
-                return false;
+            for segment in &line.segments {
+                items.push(match segment {
+                    Segment::Literal(s) => Element::Literal(s.as_bytes()),
+                    Segment::Slot(var) => Element::Slot(*var),
+                });
+            }
+            if line.omittable && i > 0 {
+                out.push(Element::Optional(items));
+            } else {
+                out.extend(items);
             }
         }
-        reach[n]
+        out
     }
+}
+
+/// Appends the value of `var`, made to fit its slot.
+fn push_value(out: &mut String, var: Var, fill: &Fill) {
+    let value: std::borrow::Cow<str> = match var {
+        Var::Tool => fill.tool.into(),
+        Var::Args => fill.args.into(),
+        Var::Tokens => fill.tokens.to_string().into(),
+        Var::Chars => fill.chars.to_string().into(),
+        Var::Status => fill.status.into(),
+        Var::Head => fill.head.into(),
+        Var::Tail => fill.tail.into(),
+        Var::Salient => fill.salient.into(),
+    };
+    let max = var.max_chars();
+    for (k, c) in value.chars().enumerate() {
+        if k + 1 == max && value.chars().nth(max).is_some() {
+            out.push('…');
+            break;
+        }
+        out.push(match c {
+            '\r' => ' ',
+            '\n' if !var.is_multi_line() => ' ',
+            c => c,
+        });
+    }
+}
+
+/// One left-to-right attempt at matching `elements` from `pos`: a value runs to the first
+/// occurrence of the literal after it (or to the end of its line), an absent line is taken when
+/// the text has a line break there. `Some(end)` is a real match of `bytes[pos..end]`; `None` only
+/// means this attempt failed (a value holding that literal, say), and `matches` then runs the
+/// general check. Renderings nearly always match here, in one pass.
+fn greedy(elements: &[Element], bytes: &[u8], mut pos: usize) -> Option<usize> {
+    for (k, element) in elements.iter().enumerate() {
+        match element {
+            Element::Literal(lit) => {
+                if !bytes[pos..].starts_with(lit) {
+                    return None;
+                }
+                pos += lit.len();
+            }
+            Element::Slot(var) if var.is_number() => {
+                let digits = bytes[pos..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                if digits == 0 {
+                    return None;
+                }
+                pos += digits;
+            }
+            Element::Slot(var) => {
+                let rest = &bytes[pos..];
+                let line_end = if var.is_multi_line() {
+                    rest.len()
+                } else {
+                    memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len())
+                };
+                pos += match elements.get(k + 1) {
+                    Some(Element::Literal(lit)) => memchr::memmem::find(rest, lit)?,
+                    _ => line_end,
+                };
+                if pos > bytes.len() - rest.len() + line_end {
+                    return None;
+                }
+            }
+            Element::Optional(inner) => {
+                if bytes.get(pos) == Some(&b'\n') {
+                    pos = greedy(inner, bytes, pos)?;
+                }
+            }
+        }
+    }
+    Some(pos)
+}
+
+/// The positions a run of elements can reach from `reach` (`reach[p]`: `text[..p]` matched).
+fn advance(elements: &[Element], bytes: &[u8], mut reach: Vec<bool>) -> Vec<bool> {
+    let n = bytes.len();
+    let mut next = vec![false; n + 1];
+    for element in elements {
+        next.fill(false);
+        match element {
+            Element::Literal(lit) => {
+                for p in 0..=n.saturating_sub(lit.len()) {
+                    if reach[p] && bytes[p..].starts_with(lit) {
+                        next[p + lit.len()] = true;
+                    }
+                }
+            }
+            Element::Slot(var) if var.is_number() => {
+                for q in 1..=n {
+                    next[q] = bytes[q - 1].is_ascii_digit() && (reach[q - 1] || next[q - 1]);
+                }
+            }
+            Element::Slot(var) => {
+                let multi = var.is_multi_line();
+                next[0] = reach[0];
+                for q in 1..=n {
+                    let b = bytes[q - 1];
+                    let extends = b != b'\r' && (multi || b != b'\n');
+                    next[q] = reach[q] || (next[q - 1] && extends);
+                }
+            }
+            Element::Optional(inner) => {
+                let with = advance(inner, bytes, reach.clone());
+                for q in 0..=n {
+                    next[q] = reach[q] || with[q];
+                }
+            }
+        }
+        std::mem::swap(&mut reach, &mut next);
+        if !reach.contains(&true) {
+            break;
+        }
+    }
+    reach
 }
 
 #[cfg(test)]
@@ -625,64 +914,156 @@ mod tests {
         assert!(is_clipped("[... [... 3 tokens omitted by ctx ...]"));
     }
 
+    fn fill<'a>(tool: &'a str, tokens: usize, chars: usize) -> Fill<'a> {
+        Fill {
+            tool,
+            tokens,
+            chars,
+            ..Fill::default()
+        }
+    }
+
     proptest! {
-        /// The quick left-to-right attempt never accepts what the general check rejects, and
-        /// accepts renderings with ordinary tool names.
+        /// Every rendering is recognised, whatever the values hold.
+        #[test]
+        fn renderings_are_recognised(
+            template in prop::sample::select(vec![
+                DEFAULT_PLACEHOLDER, "{tool}", "x{tool}y{tokens}", "{tokens}{chars}", "[{tool}] ({tool})",
+                "{tool}1{tokens}", "{head}\n{tail}", "{salient}", "a\n{salient}\nb\n{status}{args}",
+                "{head}{tail}\n\n{salient}\n{chars}",
+            ]),
+            tool in "[a-z_(){}\n\r ]{0,8}",
+            args in "\\PC{0,100}",
+            tokens in 0usize..5000,
+            status in "[a-z ,()]{0,12}",
+            head in "(\\PC|\n){0,200}",
+            tail in "[a-z\n=]{0,20}",
+            salient in "(\\PC|\n|\r){0,700}",
+        ) {
+            let t = Template::parse(template);
+            let rendered = t.render(&Fill {
+                tool: &tool, args: &args, tokens, chars: tokens * 3, status: &status,
+                head: &head, tail: &tail, salient: &salient,
+            });
+            prop_assert!(rendered.len() <= t.max_len());
+            prop_assert!(t.matches(&rendered), "{:?}", rendered);
+        }
+    }
+
+    proptest! {
+        /// The quick left-to-right attempt never accepts what the general check rejects.
         #[test]
         fn greedy_matching_is_sound(
             template in prop::sample::select(vec![
-                DEFAULT_PLACEHOLDER, "{tool}", "x{tool}y{tokens}", "{tokens}{chars}", "[{tool}] ({tool})", "{tool}1{tokens}",
+                DEFAULT_PLACEHOLDER, "{tool}", "x{tool}y{tokens}", "{tokens}{chars}", "[{tool}] ({tool})",
+                "{tool}1{tokens}", "{head}\n{tail}", "a\n{salient}\nb\n{status}{args}", "[{tool}]\n{head}\n{salient}\n{tail}",
             ]),
-            text in "[a-z0-9 ()\\[\\]{}xy1]{0,24}",
-            tool in "[a-z_]{0,8}",
-            tokens in 0usize..5000,
+            text in "[a-z0-9 ()\\[\\]{}xy1\n]{0,30}",
         ) {
             let t = Template::parse(template);
-            if t.matches_greedily(&text) {
-                prop_assert!(t.matches_exhaustively(&text));
+            let elements = t.elements();
+            let bytes = text.as_bytes();
+            if greedy(&elements, bytes, 0) == Some(bytes.len()) {
+                let mut reach = vec![false; bytes.len() + 1];
+                reach[0] = true;
+                prop_assert!(advance(&elements, bytes, reach)[bytes.len()]);
             }
-            let rendered = t.render(&tool, tokens, tokens * 3);
-            prop_assert!(t.matches_exhaustively(&rendered));
-            prop_assert!(t.matches(&rendered));
         }
     }
 
     #[test]
     fn default_placeholder_round_trips() {
         let t = Template::parse(DEFAULT_PLACEHOLDER);
-        let text = t.render("read_file", 1234, 5678);
+        let full = Fill {
+            tool: "bash",
+            args: "pytest -x tests/test_io.py",
+            tokens: 1234,
+            chars: 5678,
+            status: ", failed (exit code 1)",
+            head: "=== test session starts ===",
+            tail: "=== 1 failed in 0.1s ===",
+            salient: "E   ValueError: bad\nFAILED tests/test_io.py::test_read",
+        };
+        let text = t.render(&full);
         assert_eq!(
             text,
-            "[ctx: cleared the output of tool read_file (1234 tokens, 5678 chars) to save context; call the tool again if you need it]"
+            "[ctx: cleared output of bash(pytest -x tests/test_io.py): 1234 tokens, failed (exit code 1)]\n=== test session starts ===\nE   ValueError: bad\nFAILED tests/test_io.py::test_read\n=== 1 failed in 0.1s ==="
         );
         assert!(t.matches(&text));
-        for tool in ["", "x", "a {tool} b", "(1 tokens, 2 chars)", "ツール", "}{"] {
+        assert_eq!(
+            greedy(&t.elements(), text.as_bytes(), 0),
+            Some(text.len()),
+            "renderings match in one pass"
+        );
+        // Empty parts leave no blank lines.
+        let bare = t.render(&fill("read_file", 300, 900));
+        assert_eq!(bare, "[ctx: cleared output of read_file(): 300 tokens]");
+        assert!(t.matches(&bare));
+        let no_salient = t.render(&Fill {
+            salient: "",
+            ..full
+        });
+        assert_eq!(no_salient.lines().count(), 3);
+        assert!(t.matches(&no_salient));
+        for tool in ["", "x", "a {tool} b", "(1 tokens)", "ツール", "}{", "a\nb"] {
             for (tokens, chars) in [(0, 0), (1, 99), (usize::MAX, 10_000_000)] {
                 assert!(
-                    t.matches(&t.render(tool, tokens, chars)),
+                    t.matches(&t.render(&fill(tool, tokens, chars))),
                     "{tool} {tokens} {chars}"
                 );
             }
         }
-        assert!(!t.matches("[ctx: cleared the output of tool x ( tokens, 5 chars) to save context; call the tool again if you need it]"));
-        assert!(!t.matches("[ctx: cleared the output of tool x (-1 tokens, 5 chars) to save context; call the tool again if you need it]"));
-        assert!(!t.matches(&format!("{text} ")));
+        assert!(!t.matches("[ctx: cleared output of x(): tokens]"));
+        assert!(!t.matches("[ctx: cleared output of x(): -1 tokens]"));
+        assert!(!t.matches(&text.replacen("]\n", "\n", 1)));
         assert!(!t.matches(&text[1..]));
         assert!(!t.matches(""));
         assert!(!t.matches("some ordinary tool output"));
+        // A header line break inside a one-line value is not a rendering.
+        assert!(!t.matches("[ctx: cleared output of x\ny(): 5 tokens]"));
+    }
+
+    #[test]
+    fn a_long_text_is_never_taken_for_a_placeholder() {
+        let t = Template::parse(DEFAULT_PLACEHOLDER);
+        let header = t.render(&fill("bash", 12, 40));
+        let within = format!("{header}\n{}", "x".repeat(100));
+        assert!(t.matches(&within));
+        // Output that merely starts like a placeholder, but holds far more than one can: it is
+        // an ordinary result (cleared or clipped like any other), not a placeholder.
+        let spoof = format!("{header}\n{}", "secret line\n".repeat(1000));
+        assert!(spoof.len() > t.max_len());
+        assert!(!t.matches(&spoof));
+    }
+
+    #[test]
+    fn values_are_bounded_and_one_line_where_they_must_be() {
+        let t = Template::parse("<{tool}|{args}|{salient}>");
+        let long = "y".repeat(1000);
+        let text = t.render(&Fill {
+            tool: "a\r\nb",
+            args: &long,
+            salient: "one\ntwo",
+            ..Fill::default()
+        });
+        assert_eq!(
+            text,
+            format!("<a  b|{}…|one\ntwo>", "y".repeat(Var::Args.max_chars() - 1))
+        );
+        assert!(t.matches(&text));
     }
 
     #[test]
     fn other_braces_are_literal() {
         let t = Template::parse("{x} {tool} {{tokens}} {chars {}{chars}}");
-        let text = t.render("grep", 42, 7);
+        let text = t.render(&fill("grep", 42, 7));
         assert_eq!(text, "{x} grep {42} {chars {}7}");
         assert!(t.matches(&text));
         assert!(!t.matches("{x} grep 42 {chars {}7}"));
-        assert_eq!(Template::parse("{").render("t", 1, 2), "{");
-        assert_eq!(Template::parse("}{tool").render("t", 1, 2), "}{tool");
+        assert_eq!(Template::parse("{").render(&fill("t", 1, 2)), "{");
+        assert_eq!(Template::parse("}{tool").render(&fill("t", 1, 2)), "}{tool");
         assert_eq!(
-            Template::parse("{TOOL}{ tool }").render("t", 1, 2),
+            Template::parse("{TOOL}{ tool }").render(&fill("t", 1, 2)),
             "{TOOL}{ tool }"
         );
     }
@@ -690,14 +1071,19 @@ mod tests {
     #[test]
     fn templates_without_placeholders() {
         let t = Template::parse("[cleared]");
-        assert_eq!(t.render("x", 1, 2), "[cleared]");
+        assert_eq!(t.render(&fill("x", 1, 2)), "[cleared]");
         assert!(t.matches("[cleared]"));
         assert!(!t.matches("[cleared]!"));
         assert!(!t.matches(""));
         let empty = Template::parse("");
-        assert_eq!(empty.render("x", 1, 2), "");
+        assert_eq!(empty.render(&fill("x", 1, 2)), "");
         assert!(empty.matches(""));
         assert!(!empty.matches(" "));
+        // A blank line of the template is text, and stays.
+        let blank = Template::parse("a\n\nb");
+        assert_eq!(blank.render(&fill("x", 1, 2)), "a\n\nb");
+        assert!(blank.matches("a\n\nb"));
+        assert!(!blank.matches("a\nb"));
     }
 
     #[test]
@@ -713,25 +1099,80 @@ mod tests {
         let adjacent = Template::parse("{tokens}{chars}");
         assert!(adjacent.matches("12"));
         assert!(!adjacent.matches("1"));
+        // Lines of slots only may be absent; one-line slots hold no line break.
+        let lines = Template::parse("[{tool}]\n{head}\n{salient}\n{tail}");
+        assert!(lines.matches("[x]"));
+        assert!(lines.matches("[x]\nfirst"));
+        assert!(lines.matches("[x]\nfirst\na\nb\nc\nlast"));
+        assert!(!lines.matches("[x\ny]"));
+        assert!(!lines.matches("[x]first"));
     }
 
     #[test]
     fn adversarial_matches_finish_fast() {
         let start = Instant::now();
-        let a = "a".repeat(10_000);
+        let a = "a".repeat(700);
         assert!(!Template::parse("{tool}{tool}{tool}x").matches(&a));
-        assert!(Template::parse("{tool}{tool}{tool}a").matches(&a));
+        assert!(Template::parse("{tool}{tool}{tool}a").matches(&a[..500]));
         assert!(!Template::parse("{tool}a{tool}a{tool}a{tool}b").matches(&a));
-        let digits = "1".repeat(10_000);
+        let digits = "1".repeat(60);
         assert!(!Template::parse("{tokens}{chars}{tokens}{chars}x").matches(&digits));
         assert!(Template::parse("{tokens}{tool}{chars}{tool}{tokens}").matches(&digits));
-        let long_literal = format!("{{tool}}{}b", "a".repeat(200));
+        let long_literal = format!("{{salient}}{}b", "a".repeat(200));
         assert!(!Template::parse(&long_literal).matches(&a));
+        let lines = "a\n".repeat(300);
+        let t = Template::parse("{head}\n{salient}\n{tail}\n{head}\n{salient}\n{tail}x");
+        assert!(!t.matches(&lines));
+        // Far beyond any rendering: rejected without looking inside.
+        assert!(!t.matches(&"a\n".repeat(1_000_000)));
         assert!(
             start.elapsed() < Duration::from_secs(5),
             "took {:?}",
             start.elapsed()
         );
+    }
+
+    #[test]
+    fn cut_values_keep_their_start_fit_and_are_stable() {
+        for enc in ENCODINGS {
+            for (name, text) in texts() {
+                for max in [3, 10, 40, 200] {
+                    let ctx = format!("{name} {enc} {max}");
+                    let Some(cut) = clip_start(enc, &text, max).unwrap() else {
+                        assert!(enc.count(&text).unwrap() <= max, "{ctx}");
+                        continue;
+                    };
+                    if is_cut_marker(&cut) {
+                        assert!(
+                            enc.count(&cut).unwrap() < enc.count(&text).unwrap(),
+                            "{ctx}"
+                        );
+                        continue;
+                    }
+                    assert!(enc.count(&cut).unwrap() <= max, "{ctx}");
+                    assert_eq!(clip_start(enc, &cut, max).unwrap(), None, "{ctx}");
+                    let open = cut.rfind(CUT_OPEN).expect("a marker");
+                    assert!(text.starts_with(&cut[..open]), "{ctx}: not the start");
+                    let n: usize = cut[open + CUT_OPEN.len()..cut.len() - CUT_CLOSE.len()]
+                        .replace(',', "")
+                        .parse()
+                        .unwrap();
+                    assert_eq!(
+                        n,
+                        text.chars().count() - cut[..open].chars().count(),
+                        "{ctx}"
+                    );
+                }
+            }
+        }
+        assert_eq!(cut_marker(1234), "… [ctx: 1,234 chars cut]");
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert!(is_cut_marker("… [ctx: 1,234 chars cut]"));
+        assert!(!is_cut_marker("x… [ctx: 1,234 chars cut]"));
+        assert!(!is_cut_marker("… [ctx:  chars cut]"));
     }
 
     proptest! {

@@ -6,11 +6,13 @@
 //! recognises input shapes and dialects; [`cmd`] holds one file per command. Nothing here reads
 //! stdin, writes stdout or exits: that is `main.rs`'s job.
 
+pub mod args;
 pub mod clip;
 pub mod cmd;
 pub mod conversation;
 pub mod counter;
 pub mod document;
+pub mod excerpt;
 pub mod extractive;
 pub mod image;
 pub mod input;

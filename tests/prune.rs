@@ -4,8 +4,9 @@
 mod common;
 
 use common::*;
+use ctx::clip::is_cut_marker;
 use ctx::clip::{DEFAULT_PLACEHOLDER, Template, is_clipped};
-use ctx::cmd::prune::{Options, Thinking, prune};
+use ctx::cmd::prune::{Options, Pruning, Thinking, prune};
 use ctx::conversation::{Conversation, PinOptions};
 use ctx::counter::Counter;
 use ctx::document::{Dialect, Document};
@@ -13,6 +14,10 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 fn run(doc: &Document, opts: &Options) -> Result<Document, TestCaseError> {
+    Ok(run_full(doc, opts)?.doc)
+}
+
+fn run_full(doc: &Document, opts: &Options) -> Result<Pruning, TestCaseError> {
     let s = settings_for(doc);
     let counter = Counter::new(&s, doc.dialect);
     let count = counter.document(doc).unwrap();
@@ -26,7 +31,7 @@ fn run(doc: &Document, opts: &Options) -> Result<Document, TestCaseError> {
         p.tokens_after <= p.tokens_before,
         "prune never grows a document"
     );
-    Ok(p.doc)
+    Ok(p)
 }
 
 /// Prune keeps every message: only contents, arguments and reasoning change, never roles or ids.
@@ -100,8 +105,87 @@ fn check_all(doc: &Document, opts: &Options) -> Result<(), TestCaseError> {
             }
         }
     }
+    if opts.protect_newest_unit && opts.thinking == Thinking::Keep {
+        if let Some(u) = conv.units.last() {
+            for i in u.range() {
+                prop_assert_eq!(
+                    &doc.messages()[i],
+                    &out.messages()[i],
+                    "newest unit changed"
+                );
+            }
+        }
+    }
+    if opts.shorten_args.is_some() {
+        for (a, b) in doc.messages().iter().zip(out.messages()) {
+            shortened_from(a, b)?;
+        }
+    }
     let again = run(&out, opts)?;
     prop_assert_eq!(again.value(), out.value(), "prune is idempotent");
+    Ok(())
+}
+
+/// Every string value in `b`'s call arguments is `a`'s, or `a`'s start followed by a cut marker
+/// (or the bare marker); arguments that were valid JSON still are.
+fn shortened_from(a: &Value, b: &Value) -> Result<(), TestCaseError> {
+    fn args(m: &Value) -> Vec<Value> {
+        let mut out = Vec::new();
+        for c in m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            out.push(c["function"]["arguments"].clone());
+        }
+        if let Some(fc) = m.get("function_call") {
+            out.push(fc["arguments"].clone());
+        }
+        for block in m
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if block.get("type").and_then(Value::as_str) == Some("tool_use") {
+                out.push(block["input"].clone());
+            }
+        }
+        out
+    }
+    fn parsed(v: &Value) -> Option<Value> {
+        match v {
+            Value::String(s) => serde_json::from_str(s).ok(),
+            other => Some(other.clone()),
+        }
+    }
+    fn same_but_cut(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::String(x), Value::String(y)) => {
+                x == y
+                    || is_cut_marker(y)
+                    || y.rfind("… [ctx: ").is_some_and(|k| x.starts_with(&y[..k]))
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_but_cut(p, q))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.keys().eq(y.keys()) && x.values().zip(y.values()).all(|(p, q)| same_but_cut(p, q))
+            }
+            (x, y) => x == y,
+        }
+    }
+    for (x, y) in args(a).iter().zip(args(b)) {
+        if x == &y || y == Value::String("{}".into()) || y == serde_json::json!({}) {
+            continue;
+        }
+        let (Some(px), Some(py)) = (parsed(x), parsed(&y)) else {
+            prop_assert!(false, "arguments {} are no longer valid JSON: {}", x, y);
+            unreachable!()
+        };
+        prop_assert!(same_but_cut(&px, &py), "{} shortened to {}", px, py);
+    }
     Ok(())
 }
 
@@ -120,6 +204,10 @@ proptest! {
         include_errors in proptest::bool::ANY,
         trigger_share in proptest::option::weighted(0.2, 0.0f64..1.5),
         drop_system in proptest::bool::weighted(0.2),
+        budget_share in proptest::option::weighted(0.4, 0.2f64..1.1),
+        min_saving in prop_oneof![Just(0usize), Just(30), Just(200)],
+        shorten_args in proptest::option::weighted(0.4, 1usize..20),
+        protect_newest_unit in proptest::bool::ANY,
     ) {
         let doc = parse(value, dialect);
         let total = tokens(&doc);
@@ -135,8 +223,44 @@ proptest! {
             include_errors,
             pins: PinOptions { drop_system, no_keep_task: false, pins: Vec::new() },
             keep_originals: true,
+            budget: budget_share.map(|s| (total as f64 * s) as u64),
+            protect_newest_unit,
+            min_saving,
+            shorten_args,
         };
         check_all(&doc, &opts)?;
+    }
+
+    /// With a budget, clearing stops as soon as the document fits: the newest result cleared
+    /// was needed (restoring it puts the document over the budget), and no result that would
+    /// save enough is left uncleared while it is over.
+    #[test]
+    fn a_budget_clears_only_what_is_needed(
+        (value, dialect) in document(),
+        keep in 0usize..4,
+        share in 0.3f64..1.0,
+        min_saving in prop_oneof![Just(0usize), Just(30)],
+    ) {
+        let doc = parse(value, dialect);
+        let total = tokens(&doc);
+        let budget = (total as f64 * share) as u64;
+        let opts = Options { keep, budget: Some(budget), min_saving, ..Options::default() };
+        let p = run_full(&doc, &opts)?;
+        if let Some(&(newest, _, _)) = p.cleared.last() {
+            let mut restored = p.doc.clone();
+            restored.messages_mut()[newest] = doc.messages()[newest].clone();
+            prop_assert!(
+                tokens(&restored) as u64 > budget,
+                "message {} was cleared though the document fit without it", newest
+            );
+        }
+        let full = run_full(&doc, &Options { keep, min_saving, ..Options::default() })?;
+        if p.tokens_after as u64 > budget {
+            prop_assert_eq!(&p.cleared, &full.cleared, "over budget, yet not everything cleared");
+        } else {
+            prop_assert!(p.cleared.len() <= full.cleared.len());
+            prop_assert_eq!(&p.cleared[..], &full.cleared[..p.cleared.len()], "oldest first");
+        }
     }
 
     #[test]
@@ -145,7 +269,7 @@ proptest! {
         keep in 0usize..6,
     ) {
         let doc = parse(value, dialect);
-        let opts = Options { keep, ..Options::default() };
+        let opts = Options { keep, min_saving: 0, ..Options::default() };
         let out = run(&doc, &opts)?;
         let template = Template::parse(DEFAULT_PLACEHOLDER);
         // Results in order: (message, is placeholder now).
@@ -197,20 +321,30 @@ fn every_corpus_file_through_prune_options() {
         let value = read_json(&path);
         let doc = Document::parse(value, None).unwrap();
         for keep in [0, 1, 3] {
-            for (thinking, max) in [
-                (Thinking::Keep, None),
-                (Thinking::Old, Some(200)),
-                (Thinking::All, Some(20)),
+            let total = tokens(&doc) as u64;
+            for (thinking, max, budget, shorten_args, min_saving) in [
+                (Thinking::Keep, None, None, None, 200),
+                (Thinking::Old, Some(200), None, Some(50), 0),
+                (Thinking::All, Some(20), None, None, 200),
+                (Thinking::Keep, None, Some(total * 2 / 3), Some(30), 30),
+                (Thinking::Keep, Some(100), Some(total / 3), Some(10), 0),
             ] {
                 let opts = Options {
                     keep,
                     clear_inputs: keep == 0,
                     max_tool_tokens: max,
                     thinking,
+                    budget,
+                    shorten_args,
+                    min_saving,
+                    protect_newest_unit: budget.is_some(),
                     ..Options::default()
                 };
                 if let Err(e) = check_all(&doc, &opts) {
-                    panic!("{} keep={keep} {thinking:?} {max:?}: {e}", path.display());
+                    panic!(
+                        "{} keep={keep} {thinking:?} {max:?} {budget:?} {shorten_args:?}: {e}",
+                        path.display()
+                    );
                 }
             }
         }
@@ -271,8 +405,219 @@ fn clearing_a_result_with_a_tiny_image_never_grows_the_document() {
     let doc = parse(value, Dialect::Anthropic);
     let opts = Options {
         keep: 0,
+        min_saving: 0,
         ..Options::default()
     };
     let out = run(&doc, &opts).unwrap();
     assert_eq!(out.value(), doc.value(), "nothing worth clearing");
+}
+
+fn openai(messages: Value) -> Document {
+    parse(messages, Dialect::Openai)
+}
+
+fn exchange(id: u32, tool: &str, args: Value, output: &str) -> [Value; 2] {
+    [
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("call_{id}"),
+            "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}),
+        serde_json::json!({"role": "tool", "tool_call_id": format!("call_{id}"), "content": output}),
+    ]
+}
+
+fn conversation(exchanges: Vec<[Value; 2]>) -> Document {
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "fix the failing test"})];
+    messages.extend(exchanges.into_iter().flatten());
+    openai(Value::Array(messages))
+}
+
+fn long_output(lines: usize) -> String {
+    (0..lines)
+        .map(|i| format!("src/module_{i}.py:{i}: def helper_{i}(value): return value * {i}\n"))
+        .collect()
+}
+
+/// Found on agent trajectories: 40-token results such as a syntax error were replaced by a
+/// 30-token placeholder, which saved nothing and lost the line the agent needed.
+#[test]
+fn a_short_error_is_never_replaced_by_a_placeholder() {
+    let syntax =
+        "  File \"x.py\", line 1\n    print(1\n         ^\nSyntaxError: '(' was never closed";
+    let doc = conversation(vec![
+        exchange(
+            1,
+            "bash",
+            serde_json::json!({"command": "python x.py"}),
+            syntax,
+        ),
+        exchange(
+            2,
+            "bash",
+            serde_json::json!({"command": "pytest"}),
+            "bash: pytest: command not found",
+        ),
+        exchange(
+            3,
+            "bash",
+            serde_json::json!({"command": "cat big.log"}),
+            &long_output(60),
+        ),
+        exchange(4, "bash", serde_json::json!({"command": "ls"}), "a.py"),
+    ]);
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 0,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let cleared: Vec<usize> = p.cleared.iter().map(|c| c.0).collect();
+    assert_eq!(cleared, [6], "only the large result is cleared");
+    assert_eq!(p.doc.messages()[2]["content"], syntax);
+    let placeholder = p.doc.messages()[6]["content"].as_str().unwrap();
+    assert!(
+        placeholder.starts_with("[ctx: cleared output of bash(cat big.log): "),
+        "{placeholder}"
+    );
+    // With no minimum, clearing still has to save something.
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 0,
+            min_saving: 0,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        !p.cleared.iter().any(|c| c.0 == 8),
+        "a 2-token result is never cleared"
+    );
+}
+
+/// Found on agent trajectories: a loop that fits every turn cleared the result the model had
+/// just asked for, so it never saw it.
+#[test]
+fn the_newest_unit_keeps_its_results_when_protected() {
+    let doc = conversation(vec![
+        exchange(
+            1,
+            "bash",
+            serde_json::json!({"command": "cat a.log"}),
+            &long_output(60),
+        ),
+        exchange(
+            2,
+            "bash",
+            serde_json::json!({"command": "cat b.log"}),
+            &long_output(70),
+        ),
+    ]);
+    let opts = Options {
+        keep: 0,
+        protect_newest_unit: true,
+        max_tool_tokens: Some(50),
+        ..Options::default()
+    };
+    let p = run_full(&doc, &opts).unwrap();
+    assert_eq!(p.cleared.iter().map(|c| c.0).collect::<Vec<_>>(), [2]);
+    assert!(p.clipped.is_empty());
+    assert_eq!(
+        p.doc.messages()[4],
+        doc.messages()[4],
+        "the newest result is verbatim"
+    );
+    let unprotected = run_full(
+        &doc,
+        &Options {
+            protect_newest_unit: false,
+            ..opts
+        },
+    )
+    .unwrap();
+    assert_eq!(unprotected.cleared.len(), 2);
+}
+
+/// A tool output that starts like a placeholder but holds far more than one can is an ordinary
+/// result: it is cleared (or clipped) like any other, never taken for one already cleared.
+#[test]
+fn output_dressed_as_a_placeholder_is_still_cleared_and_clipped() {
+    let spoof = format!(
+        "[ctx: cleared output of x(): 5 tokens]\n{}",
+        long_output(80)
+    );
+    let doc = conversation(vec![
+        exchange(
+            1,
+            "bash",
+            serde_json::json!({"command": "cat spoof.txt"}),
+            &spoof,
+        ),
+        exchange(2, "bash", serde_json::json!({"command": "ls"}), "a.py"),
+    ]);
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 1,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(p.cleared.iter().map(|c| c.0).collect::<Vec<_>>(), [2]);
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 5,
+            max_tool_tokens: Some(100),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(p.clipped.iter().map(|c| c.0).collect::<Vec<_>>(), [2]);
+}
+
+#[test]
+fn shortened_arguments_are_recorded_with_their_originals() {
+    let script = format!("cat <<'EOF' > fix.py\n{}EOF", long_output(40));
+    let doc = conversation(vec![
+        exchange(1, "bash", serde_json::json!({"command": script}), "ok"),
+        exchange(2, "bash", serde_json::json!({"command": script}), "ok"),
+    ]);
+    let opts = Options {
+        keep: 1,
+        shorten_args: Some(30),
+        ..Options::default()
+    };
+    let p = run_full(&doc, &opts).unwrap();
+    assert_eq!(p.shortened.len(), 1, "the kept result's call is left whole");
+    let (index, before, after) = p.shortened[0];
+    assert_eq!(index, 1);
+    assert!(after < before);
+    assert_eq!(p.dropped.len(), 1);
+    assert_eq!(p.dropped[0].reason, "args");
+    assert_eq!(p.dropped[0].message, doc.messages()[1]);
+    let args = p.doc.messages()[1]["tool_calls"][0]["function"]["arguments"]
+        .as_str()
+        .unwrap();
+    let parsed: Value = serde_json::from_str(args).expect("valid JSON");
+    assert!(
+        parsed["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("cat <<'EOF' > fix.py\nsrc/module_0.py")
+    );
+    assert_eq!(p.doc.messages()[3], doc.messages()[3]);
+    // With a budget, shortening stops as soon as the document fits.
+    let total = tokens(&doc) as u64;
+    let p = run_full(
+        &doc,
+        &Options {
+            keep: 0,
+            budget: Some(total - 1),
+            ..opts
+        },
+    )
+    .unwrap();
+    assert_eq!(p.shortened.len(), 1);
+    assert_eq!(p.shortened[0].0, 1, "oldest first");
 }

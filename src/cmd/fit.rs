@@ -680,6 +680,7 @@ impl<'a> Runner<'a> {
                 include_errors: args.include_errors,
                 pins: pins.clone(),
                 keep_originals: args.side.dropped.is_some(),
+                ..prune::Options::default()
             },
             truncate: truncate::Options {
                 budget,

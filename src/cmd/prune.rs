@@ -1,37 +1,60 @@
 //! `ctx prune`: shrink old tool traffic without removing messages (SPEC §4).
 //!
 //! Anthropic-style context editing for any provider: older tool results are replaced by a
-//! placeholder that keeps the message and its id, huge results are clipped middle-out, and old
+//! placeholder that keeps the message, its id and what an engineer looks at first (the call, the
+//! size, whether it failed, the first, last, error and test-outcome lines), huge results are
+//! clipped middle-out, long values in old calls' arguments are cut to their start, and old
 //! reasoning can be dropped. No message is removed and no pair is broken, so the output is as
-//! valid as the input. [`prune`] is the one implementation; `fit`'s prune stages call it.
+//! valid as the input. With a budget, each step stops as soon as the document fits, oldest first.
+//! [`prune`] is the one implementation; `fit`'s prune stages call it. Token counts of changed
+//! messages are worked out from the counts the caller passes in, so a message is tokenized again
+//! only where that cannot be avoided (a clipped or shortened message, once).
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::{Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare};
+use super::{CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare};
+use crate::args::{short_form, shorten};
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, clip_middle};
 use crate::conversation::{Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::{Dialect, Document, Field};
+use crate::excerpt::placeholder;
 use crate::input::Origin;
 use crate::output::render;
 use crate::settings::{Budget, ModelArgs, read_tools_file};
 
+/// The default `--min-saving`: a result is cleared only when that saves at least this many
+/// tokens. About 2.5 times the largest default placeholder (80 tokens), so clearing always pays
+/// for the lines the placeholder cannot keep; a result under about 250 tokens (a short error, a
+/// test summary, a few lines of a file) is worth more to the next turn than what clearing it
+/// would save.
+pub const DEFAULT_MIN_SAVING: usize = 200;
+
 /// Clear old tool results (and optionally old reasoning), keeping every message and id.
 ///
-/// The N most recent tool results stay verbatim; older ones become a placeholder naming the
-/// tool and its size and telling the model it can call the tool again. Results of
+/// The N most recent tool results stay verbatim; older ones become a placeholder that keeps
+/// what an engineer looks at first: the call (tool and a short form of its arguments), the size,
+/// whether it failed (error flag, or a non-zero exit status in the output), and the output's
+/// first and last lines plus lines reporting errors or test outcomes, at most 80 tokens in all.
+/// A result is cleared only when that saves at least --min-saving tokens. Results of
 /// --exclude-tools, error results (unless --include-errors), pinned messages and results already
 /// cleared are left alone. Nothing is removed, so no tool call loses its result.
 ///
+/// With --budget, results are cleared oldest first only until the document fits (then clipping
+/// with --max-tool-tokens and shortening with --shorten-args, each also only while it does not).
+///
 /// Example:
 ///   ctx prune --keep 5 --max-tool-tokens 2000 < agent.json | ctx count
+///   ctx prune --budget 60% --shorten-args 200 --report - < agent.json
 ///   ctx prune --trigger 80% --clear-at-least 5000 --exclude-tools memory < body.json
 ///
-/// Exit codes: 0 ok; 2 bad input or flags.
+/// Exit codes: 0 ok; 2 bad input or flags; 3 with --budget, the document does not fit even
+/// after everything prune may do (nothing is written for it).
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -46,9 +69,27 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub keep: usize,
 
-    /// Placeholder text for cleared results; {tool}, {tokens} and {chars} are replaced.
-    #[arg(long, value_name = "TEXT", default_value = DEFAULT_PLACEHOLDER)]
+    /// Placeholder text for cleared results; {tool}, {args}, {tokens}, {chars}, {status},
+    /// {head}, {tail} and {salient} are replaced (see docs/strategies.md).
+    #[arg(long, value_name = "TEXT", default_value = DEFAULT_PLACEHOLDER, hide_default_value = true)]
     pub placeholder: String,
+
+    /// Clear oldest first only until the document is within N tokens (or P% of the window,
+    /// lowered to the window minus the reserve), keeping the --keep newest; exit 3 if it cannot
+    /// get there.
+    #[arg(long, value_name = "N|P%")]
+    pub budget: Option<Budget>,
+
+    /// Clear a result only when that saves at least N tokens (its tokens minus its
+    /// placeholder's).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MIN_SAVING)]
+    pub min_saving: usize,
+
+    /// Cut string values over N tokens inside the arguments of old tool calls to their start and
+    /// a marker (valid JSON kept; the calls of the --keep newest results and of the newest unit
+    /// are left alone).
+    #[arg(long, value_name = "N")]
+    pub shorten_args: Option<usize>,
 
     /// Do nothing unless the document is over N tokens or P% of the window (lowered, with a
     /// warning, to the window minus the reserve: the provider would reject a larger request).
@@ -64,7 +105,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub clear_at_least: Option<usize>,
 
-    /// Never clear or clip the results of these tools.
+    /// Never clear, clip or shorten the results and calls of these tools.
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub exclude_tools: Vec<String>,
 
@@ -121,6 +162,17 @@ pub struct Options {
     /// Copy the original of every changed message into `Pruning::dropped` (for `--dropped`);
     /// without it their `message` is null and nothing is copied.
     pub keep_originals: bool,
+    /// Resolved `--budget` in tokens: clearing, clipping and shortening go oldest first and
+    /// stop as soon as the document is within it (reasoning is dropped regardless). The result
+    /// may still be over it: the caller decides what that means.
+    pub budget: Option<u64>,
+    /// Never clear or clip a result in the conversation's newest unit (`fit` sets it, so the
+    /// output the model just asked for survives). Shortening never touches that unit anyway.
+    pub protect_newest_unit: bool,
+    /// `--min-saving`: clear a result only when that saves at least this many tokens.
+    pub min_saving: usize,
+    /// `--shorten-args`: cut string values over this many tokens inside old calls' arguments.
+    pub shorten_args: Option<usize>,
 }
 
 impl Default for Options {
@@ -137,6 +189,10 @@ impl Default for Options {
             include_errors: false,
             pins: PinOptions::default(),
             keep_originals: true,
+            budget: None,
+            protect_newest_unit: false,
+            min_saving: DEFAULT_MIN_SAVING,
+            shorten_args: None,
         }
     }
 }
@@ -151,14 +207,49 @@ pub struct Pruning {
     pub triggered: bool,
     /// (message index, tool, tokens of the cleared result).
     pub cleared: Vec<(usize, String, usize)>,
+    /// For each entry of `cleared`, the failure status its placeholder shows
+    /// (`failed (exit code 1)`, `failed`, `exit code 0`), if any.
+    pub cleared_status: Vec<Option<String>>,
     /// (message index, tokens before, tokens after) of clipped results.
     pub clipped: Vec<(usize, usize, usize)>,
+    /// (message index, tokens before, tokens after) of messages whose calls' arguments were
+    /// shortened.
+    pub shortened: Vec<(usize, usize, usize)>,
     /// Messages whose reasoning was dropped.
     pub thinking: Vec<usize>,
     pub dropped: Vec<Dropped>,
     /// The new count of every changed message (the messages of `dropped`), in the same order,
     /// so that callers need not tokenize them again.
     pub recounted: Vec<MessageTokens>,
+}
+
+impl Pruning {
+    /// The report's `cleared`, `clipped` and `shortened` lists, message indices written by
+    /// `index` (the identity for `prune`; `fit` maps them back to its input).
+    pub fn report_lists(&self, index: impl Fn(usize) -> Value) -> Map<String, Value> {
+        let cleared = self
+            .cleared
+            .iter()
+            .zip(&self.cleared_status)
+            .map(|((i, tool, tokens), status)| {
+                let mut e = json!({"index": index(*i), "tool": tool, "tokens": tokens});
+                if let Some(s) = status {
+                    e["status"] = json!(s);
+                }
+                e
+            })
+            .collect();
+        let changed = |list: &[(usize, usize, usize)]| -> Value {
+            list.iter()
+                .map(|&(i, b, a)| json!({"index": index(i), "tokens_before": b, "tokens_after": a}))
+                .collect()
+        };
+        let mut out = Map::new();
+        out.insert("cleared".into(), cleared);
+        out.insert("clipped".into(), changed(&self.clipped));
+        out.insert("shortened".into(), changed(&self.shortened));
+        out
+    }
 }
 
 /// One tool result in the document.
@@ -185,8 +276,8 @@ pub fn prune(
 }
 
 /// What prune reads of a document's structure before changing anything: its conversation
-/// model, pins and tool results. Clearing and clipping results leave that structure as it was,
-/// so fit hands it from one prune stage to the next instead of reading it again.
+/// model, pins and tool results. Clearing, clipping and shortening leave that structure as it
+/// was, so fit hands it from one prune stage to the next instead of reading it again.
 pub struct Structure {
     conv: Conversation,
     pinned: Vec<bool>,
@@ -217,7 +308,9 @@ pub fn prune_with(
         tokens_after: tokens_before,
         triggered: true,
         cleared: Vec::new(),
+        cleared_status: Vec::new(),
         clipped: Vec::new(),
+        shortened: Vec::new(),
         thinking: Vec::new(),
         dropped: Vec::new(),
         recounted: Vec::new(),
@@ -228,6 +321,7 @@ pub fn prune_with(
     }
     let template = Template::parse(&opts.placeholder);
     let dialect = out.doc.dialect;
+    let enc = counter.settings.encoding;
     let Structure {
         conv,
         pinned,
@@ -251,162 +345,171 @@ pub fn prune_with(
     // (for --dropped, or to undo step 1): copied only when a message is about to change.
     let copy = opts.keep_originals || opts.clear_at_least.is_some();
     let mut originals: BTreeMap<usize, Option<Value>> = BTreeMap::new();
-    // New counts of cleared tool messages, worked out without tokenizing them again.
-    let mut recount: BTreeMap<usize, MessageTokens> = BTreeMap::new();
     let save = |originals: &mut BTreeMap<usize, Option<Value>>, messages: &[Value], m: usize| {
         originals
             .entry(m)
             .or_insert_with(|| copy.then(|| messages[m].clone()));
     };
+    // The count of every changed message as it is now, and the document's total: kept exact at
+    // every step (so a budget stops each step at the right place) without tokenizing whole
+    // messages again where the change is known.
+    let mut now: BTreeMap<usize, MessageTokens> = BTreeMap::new();
+    let mut total = tokens_before;
+    let over = |total: usize| opts.budget.is_none_or(|b| total as u64 > b);
+    let newest_unit = conv.units.len().checked_sub(1);
+    let in_newest_unit = |m: usize| newest_unit == Some(conv.messages[m].unit);
+    let is_placeholder = |messages: &[Value], r: &ResultRef| {
+        content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(t))
+    };
 
-    // 1. Clear older results.
+    // 1. Clear older results, oldest first.
     let eligible: Vec<&ResultRef> = results
         .iter()
         .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
         .filter(|r| opts.include_errors || !r.is_error)
-        .filter(|r| {
-            !content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(t))
-        })
+        .filter(|r| !is_placeholder(&messages, r))
         .collect();
-    let to_clear = &eligible[..eligible.len().saturating_sub(opts.keep)];
-    let mut cleared = Vec::new();
+    let (to_clear, kept) = eligible.split_at(eligible.len().saturating_sub(opts.keep));
     for r in to_clear {
-        let Some(value) = at(&messages[r.message], &r.pointer) else {
+        if !over(total) {
+            break;
+        }
+        if opts.protect_newest_unit && in_newest_unit(r.message) {
             continue;
-        };
-        let whole_message = r.pointer == "/content" && value.is_string();
-        let (tokens, chars) = match value {
+        }
+        let m = r.message;
+        let whole_message =
+            dialect == Dialect::Openai && r.pointer == "/content" && !now.contains_key(&m);
+        let cost = match at(&messages[m], &r.pointer) {
+            None => continue,
             // A whole tool message: its content's tokens are already known from counting the
             // document, so it is not tokenized a second time.
-            Value::String(text) if whole_message => {
-                (count.messages[r.message].text, text.chars().count())
-            }
-            _ => {
-                let text = text_of(value);
-                (counter.text(&text)?, text.chars().count())
-            }
+            Some(Value::String(_)) if whole_message => count.messages[m].text,
+            Some(_) => value_cost(
+                counter,
+                at_mut(&mut messages[m], &r.pointer).expect("located"),
+            )?,
         };
-        let placeholder = template.render(&r.tool, tokens, chars);
-        if has_media(value) {
-            // Images and documents cost tokens too: compare the whole message both ways.
-            let before = counter.message(&messages[r.message], &mut Notes::default())?;
-            let first_change = !originals.contains_key(&r.message);
-            save(&mut originals, &messages, r.message);
-            let old = std::mem::replace(
-                at_mut(&mut messages[r.message], &r.pointer).expect("located"),
-                Value::String(placeholder),
-            );
-            let after = counter.message(&messages[r.message], &mut Notes::default())?;
-            if after.total() >= before.total() {
-                *at_mut(&mut messages[r.message], &r.pointer).expect("located") = old;
-                if first_change {
-                    originals.remove(&r.message);
-                }
-                continue; // Clearing would not save anything.
-            }
+        if cost == 0 || cost < opts.min_saving {
+            continue; // Clearing cannot save enough.
+        }
+        let value = at(&messages[m], &r.pointer).expect("located");
+        let text: Cow<str> = match value {
+            Value::String(s) => Cow::Borrowed(s),
+            other => Cow::Owned(text_of(other)),
+        };
+        let args = r
+            .call_args
+            .as_ref()
+            .and_then(|(c, p)| at(&messages[*c], p))
+            .map(short_form)
+            .unwrap_or_default();
+        let p = placeholder(&template, enc, &r.tool, &args, &text, r.is_error, cost)?;
+        let saving = cost.saturating_sub(p.tokens);
+        if saving == 0 || saving < opts.min_saving {
+            continue; // Not worth what the output holds beyond its placeholder.
+        }
+        save(&mut originals, &messages, m);
+        *at_mut(&mut messages[m], &r.pointer).expect("located") = Value::String(p.text);
+        // The message's count is additive over its parts, so its new count follows from the
+        // old one and the placeholder's.
+        let old = now.get(&m).copied().unwrap_or(count.messages[m]);
+        let text_tokens = if dialect == Dialect::Openai && r.pointer == "/content" {
+            p.tokens
         } else {
-            let placeholder_tokens = counter.text(&placeholder)?;
-            if placeholder_tokens >= tokens {
-                continue; // Clearing would not save anything.
-            }
-            if whole_message {
-                // The message's count is additive over its fields, so its new count follows
-                // from the old one without tokenizing it again.
-                let old = count.messages[r.message];
-                let content = old.content - tokens + placeholder_tokens;
-                let text = placeholder_tokens;
-                recount.insert(
-                    r.message,
-                    MessageTokens {
-                        content,
-                        text,
-                        ..old
-                    },
-                );
-            }
-            save(&mut originals, &messages, r.message);
-            *at_mut(&mut messages[r.message], &r.pointer).expect("located") =
-                Value::String(placeholder);
-        }
+            old.text
+        };
+        now.insert(
+            m,
+            MessageTokens {
+                content: old.content - saving,
+                text: text_tokens,
+                ..old
+            },
+        );
+        total -= saving;
         if opts.clear_inputs {
-            if let Some((m, p)) = &r.call_args {
-                if at(&messages[*m], p).is_some() {
-                    save(&mut originals, &messages, *m);
-                }
-                if let Some(args) = at_mut(&mut messages[*m], p) {
-                    *args = if args.is_string() {
-                        Value::String("{}".into())
-                    } else {
-                        json!({})
-                    };
+            if let Some((c, ptr)) = &r.call_args {
+                let empty = match at(&messages[*c], ptr) {
+                    Some(Value::String(s)) if s != "{}" => Some(Value::String("{}".into())),
+                    Some(v) if !v.is_string() && *v != json!({}) => Some(json!({})),
+                    _ => None,
+                };
+                if let Some(empty) = empty {
+                    save(&mut originals, &messages, *c);
+                    let args = at_mut(&mut messages[*c], ptr).expect("located");
+                    let before = args_cost(counter, dialect, args)?;
+                    let after = args_cost(counter, dialect, &empty)?;
+                    *args = empty;
+                    let old = now.get(c).copied().unwrap_or(count.messages[*c]);
+                    now.insert(
+                        *c,
+                        MessageTokens {
+                            content: old.content + after - before,
+                            ..old
+                        },
+                    );
+                    total = total + after - before;
                 }
             }
         }
-        cleared.push((r.message, r.tool.clone(), tokens));
+        out.cleared.push((m, r.tool.clone(), cost));
+        out.cleared_status.push(p.status);
     }
-    if !cleared.is_empty() {
+    if !out.cleared.is_empty() {
         // Every message step 1 changed: the cleared results and the calls whose inputs it
         // cleared.
-        let touched: Vec<usize> = originals.keys().copied().collect();
-        let worth_it = match opts.clear_at_least {
-            None => true,
-            Some(min) => {
-                let mut before = 0;
-                let mut after = 0;
-                for &m in &touched {
-                    before += count.messages[m].total();
-                    after += counter
-                        .message(&messages[m], &mut Notes::default())?
-                        .total();
-                }
-                before.saturating_sub(after) >= min
-            }
-        };
-        if worth_it {
-            for &m in &touched {
-                reasons.entry(m).or_default().push("cleared");
-            }
-            out.cleared = cleared;
-        } else {
+        let saved = tokens_before - total;
+        if opts.clear_at_least.is_some_and(|min| saved < min) {
             // Not worth it: every message goes back to what it was.
             for (&m, original) in &originals {
                 messages[m] = original
                     .clone()
                     .expect("copied when --clear-at-least is set");
             }
+            originals.clear();
+            now.clear();
+            total = tokens_before;
+            out.cleared.clear();
+            out.cleared_status.clear();
             out.triggered = false;
+        } else {
+            for &m in originals.keys() {
+                reasons.entry(m).or_default().push("cleared");
+            }
         }
     }
 
-    // 2. Clip results over --max-tool-tokens, kept ones included.
+    // 2. Clip results over --max-tool-tokens, kept ones included, oldest first.
     if let Some(max) = opts.max_tool_tokens {
         for r in results
             .iter()
             .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
         {
-            if content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(t)) {
-                continue; // A placeholder is never clipped.
+            if !over(total) {
+                break;
             }
-            let unchanged = !reasons.contains_key(&r.message);
-            if unchanged && count.messages[r.message].content <= max {
-                continue; // Its whole text is within the limit: no need to tokenize it again.
-            }
-            let before = if unchanged {
-                count.messages[r.message].total()
-            } else {
-                counter
-                    .message(&messages[r.message], &mut Notes::default())?
-                    .total()
-            };
-            let mut changed = false;
-            if at(&messages[r.message], &r.pointer).is_none() {
+            if opts.protect_newest_unit && in_newest_unit(r.message) {
                 continue;
             }
-            save(&mut originals, &messages, r.message);
-            let value = at_mut(&mut messages[r.message], &r.pointer).expect("located");
+            if is_placeholder(&messages, r) {
+                continue; // A placeholder is never clipped.
+            }
+            let m = r.message;
+            let before = now.get(&m).copied().unwrap_or(count.messages[m]);
+            if !now.contains_key(&m) && before.content <= max {
+                continue; // Its whole text is within the limit: no need to tokenize it again.
+            }
+            if at(&messages[m], &r.pointer).is_none() {
+                continue;
+            }
+            let first_change = !originals.contains_key(&m);
+            save(&mut originals, &messages, m);
+            let mut changed = false;
+            let value = at_mut(&mut messages[m], &r.pointer).expect("located");
             match value {
                 Value::String(s) => {
-                    if let Some(c) = clip_middle(counter.settings.encoding, s, max)? {
+                    if let Some(c) = clip_middle(enc, s, max)? {
                         *s = c;
                         changed = true;
                     }
@@ -423,7 +526,7 @@ pub fn prune_with(
                         let share = max / texts.len().max(1);
                         for &i in &texts {
                             let t = blocks[i]["text"].as_str().unwrap_or("").to_string();
-                            if let Some(c) = clip_middle(counter.settings.encoding, &t, share)? {
+                            if let Some(c) = clip_middle(enc, &t, share)? {
                                 blocks[i]["text"] = Value::String(c);
                                 changed = true;
                             }
@@ -433,16 +536,64 @@ pub fn prune_with(
                 _ => {}
             }
             if changed {
-                let after = counter
-                    .message(&messages[r.message], &mut Notes::default())?
-                    .total();
-                out.clipped.push((r.message, before, after));
-                reasons.entry(r.message).or_default().push("clipped");
+                let after = counter.message(&messages[m], &mut Notes::default())?;
+                total = total - before.total() + after.total();
+                now.insert(m, after);
+                out.clipped.push((m, before.total(), after.total()));
+                reasons.entry(m).or_default().push("clipped");
+            } else if first_change {
+                originals.remove(&m);
             }
         }
     }
 
-    // 3. Drop reasoning from older (or all) assistant turns, never from an unfinished loop.
+    // 3. Shorten long values in old calls' arguments, oldest first. The calls of the results
+    // --keep keeps, the newest unit and pinned messages are left alone.
+    if let Some(max) = opts.shorten_args {
+        let protected: HashSet<(usize, &str)> = kept
+            .iter()
+            .filter_map(|r| r.call_args.as_ref().map(|(c, p)| (*c, p.as_str())))
+            .collect();
+        for (i, m) in conv.messages.iter().enumerate() {
+            if !over(total) {
+                break;
+            }
+            if m.calls.is_empty() || pinned[i] || in_newest_unit(i) {
+                continue;
+            }
+            let first_change = !originals.contains_key(&i);
+            save(&mut originals, &messages, i);
+            let mut changed = false;
+            for call in &m.calls {
+                if call
+                    .name
+                    .as_ref()
+                    .is_some_and(|n| opts.exclude_tools.contains(n))
+                {
+                    continue;
+                }
+                let pointer = args_pointer(dialect, &call.path, call.legacy);
+                if protected.contains(&(i, pointer.as_str())) {
+                    continue;
+                }
+                if let Some(args) = at_mut(&mut messages[i], &pointer) {
+                    changed |= shorten(args, enc, max)?;
+                }
+            }
+            if changed {
+                let before = now.get(&i).copied().unwrap_or(count.messages[i]);
+                let after = counter.message(&messages[i], &mut Notes::default())?;
+                total = total - before.total() + after.total();
+                now.insert(i, after);
+                out.shortened.push((i, before.total(), after.total()));
+                reasons.entry(i).or_default().push("args");
+            } else if first_change {
+                originals.remove(&i);
+            }
+        }
+    }
+
+    // 4. Drop reasoning from older (or all) assistant turns, never from an unfinished loop.
     if opts.thinking != Thinking::Keep {
         let last_turn = conv.turns.last().copied().unwrap_or(0);
         let unfinished = conv.messages.last().is_some_and(|m| {
@@ -463,27 +614,24 @@ pub fn prune_with(
                 save(&mut originals, &messages, i);
                 drop_reasoning(&mut messages[i], dialect);
                 debug_assert!(!has_reasoning(&messages[i], dialect));
+                let before = now.get(&i).copied().unwrap_or(count.messages[i]);
+                let after = counter.message(&messages[i], &mut Notes::default())?;
+                total = total - before.total() + after.total();
+                now.insert(i, after);
                 out.thinking.push(i);
                 reasons.entry(i).or_default().push("thinking");
             }
         }
     }
 
-    let mut total = tokens_before;
-    for (&m, why) in &reasons {
-        let now = match recount.get(&m) {
-            Some(&known) if why.as_slice() == ["cleared"] => {
-                debug_assert_eq!(
-                    Some(known),
-                    counter.message(&messages[m], &mut Notes::default()).ok(),
-                    "message {m}"
-                );
-                known
-            }
-            _ => counter.message(&messages[m], &mut Notes::default())?,
-        };
-        total = total - count.messages[m].total() + now.total();
-        out.recounted.push(now);
+    for &m in reasons.keys() {
+        let known = now[&m];
+        debug_assert_eq!(
+            Some(known),
+            counter.message(&messages[m], &mut Notes::default()).ok(),
+            "message {m}"
+        );
+        out.recounted.push(known);
     }
     out.tokens_after = total;
     out.dropped = reasons
@@ -501,6 +649,38 @@ pub fn prune_with(
         results,
     });
     Ok((out, structure))
+}
+
+/// The tokens a content value adds to its message (text, blocks, images), as the counter
+/// counts it there. The value is lent to a one-field message for the count and put back.
+fn value_cost(counter: &Counter, v: &mut Value) -> Result<usize> {
+    let mut wrapper = Map::new();
+    wrapper.insert("content".into(), std::mem::take(v));
+    let wrapper = Value::Object(wrapper);
+    let counted = counter.message(&wrapper, &mut Notes::default());
+    if let Value::Object(mut map) = wrapper {
+        *v = map.shift_remove("content").unwrap_or_default();
+    }
+    Ok(counted?.content)
+}
+
+/// The tokens a call's arguments add to its message, as the counter counts them.
+fn args_cost(counter: &Counter, dialect: Dialect, v: &Value) -> Result<usize> {
+    match (dialect, v) {
+        (Dialect::Openai, Value::String(s)) => counter.text(s),
+        (Dialect::Openai, Value::Null) => Ok(0),
+        (_, other) => counter.text(&other.to_string()),
+    }
+}
+
+/// Pointer to a call's arguments (`arguments` or Anthropic's `input`) from its path.
+fn args_pointer(dialect: Dialect, path: &str, legacy: bool) -> String {
+    let base = path_to_pointer(path);
+    match dialect {
+        Dialect::Openai if legacy => format!("{base}/arguments"),
+        Dialect::Openai => format!("{base}/function/arguments"),
+        Dialect::Anthropic => format!("{base}/input"),
+    }
 }
 
 /// Every tool result, in order, with the tool it belongs to and the call it answers.
@@ -524,15 +704,8 @@ fn tool_results(
                 .clone()
                 .or_else(|| call.and_then(|(_, c)| c.name.clone()))
                 .unwrap_or_else(|| "unknown".to_string());
-            let call_args = call.map(|(c, call)| {
-                let base = path_to_pointer(&call.path);
-                let p = match dialect {
-                    Dialect::Openai if call.legacy => format!("{base}/arguments"),
-                    Dialect::Openai => format!("{base}/function/arguments"),
-                    Dialect::Anthropic => format!("{base}/input"),
-                };
-                (c.message, p)
-            });
+            let call_args =
+                call.map(|(c, call)| (c.message, args_pointer(dialect, &call.path, call.legacy)));
             if at(&messages[i], &pointer).is_none() && dialect == Dialect::Anthropic {
                 continue; // A tool_result without content: nothing to clear.
             }
@@ -600,13 +773,6 @@ fn content_text<'a>(m: &'a Value, pointer: &str) -> Option<&'a str> {
     at(m, pointer).and_then(Value::as_str)
 }
 
-fn has_media(v: &Value) -> bool {
-    v.as_array().is_some_and(|b| {
-        b.iter()
-            .any(|x| x.field("type").and_then(Value::as_str) != Some("text"))
-    })
-}
-
 /// Removes reasoning from an assistant message; false when there was none (or removing it
 /// would leave the message empty).
 /// True when `drop_reasoning` would change `m`.
@@ -671,6 +837,9 @@ impl<'a> Runner<'a> {
         if args.max_tool_tokens == Some(0) {
             bail!("--max-tool-tokens must be at least 1");
         }
+        if args.shorten_args == Some(0) {
+            bail!("--shorten-args must be at least 1");
+        }
         Ok(Runner { args, env, tools })
     }
 
@@ -690,6 +859,11 @@ impl<'a> Runner<'a> {
             .transpose()?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;
+        let budget = self
+            .args
+            .budget
+            .map(|b| p.request_tokens("--budget", b, self.args.reserve))
+            .transpose()?;
         let opts = Options {
             keep: self.args.keep,
             placeholder: self.args.placeholder.clone(),
@@ -702,24 +876,43 @@ impl<'a> Runner<'a> {
             include_errors: self.args.include_errors,
             pins: self.args.pin.pins(),
             keep_originals: self.args.side.dropped.is_some(),
+            budget,
+            protect_newest_unit: false,
+            min_saving: self.args.min_saving,
+            shorten_args: self.args.shorten_args,
         };
         let r = prune(p.doc, &counter, &count, &opts)?;
-        let report = json!({
-            "command": "prune",
-            "triggered": r.triggered,
-            "tokens_before": r.tokens_before,
-            "tokens_after": r.tokens_after,
-            "cleared": r.cleared.iter().map(|(i, t, n)| json!({"index": i, "tool": t, "tokens": n})).collect::<Vec<_>>(),
-            "clipped": r.clipped.iter().map(|&(i, b, a)| json!({"index": i, "tokens_before": b, "tokens_after": a})).collect::<Vec<_>>(),
-            "thinking": r.thinking,
-        });
+        if let Some(b) = budget {
+            let under_trigger = opts.trigger.is_some_and(|t| r.tokens_before as u64 <= t);
+            if r.tokens_after as u64 > b && !under_trigger {
+                return Err(CannotFit {
+                    reason: format!(
+                        "pruning leaves {} tokens: the --keep {} newest results, results that would save under --min-saving {} tokens, error results and pinned messages stay (try ctx fit, or a lower --keep or --min-saving)",
+                        r.tokens_after, self.args.keep, self.args.min_saving
+                    ),
+                    tokens_before: r.tokens_before,
+                    budget: b,
+                }
+                .into());
+            }
+        }
+        let mut report = Map::new();
+        report.insert("command".into(), json!("prune"));
+        if let Some(b) = budget {
+            report.insert("budget".into(), json!(b));
+        }
+        report.insert("triggered".into(), json!(r.triggered));
+        report.insert("tokens_before".into(), json!(r.tokens_before));
+        report.insert("tokens_after".into(), json!(r.tokens_after));
+        report.extend(r.report_lists(Value::from));
+        report.insert("thinking".into(), json!(r.thinking));
         let mut warnings = p.warnings;
         warnings.extend(count.notes.warnings.iter().cloned());
         Ok(Outcome {
             stdout: render(&r.doc.into_value(), self.args.output.compact),
             code: 0,
             warnings,
-            report: Some(report),
+            report: Some(Value::Object(report)),
             dropped: r.dropped,
         })
     }
