@@ -43,18 +43,21 @@ fn extractive_as(user: bool) -> Summarizer {
     .unwrap()
 }
 
-const ALL: [Stage; 6] = [
+const ALL: [Stage; 8] = [
     Stage::Prune,
     Stage::Clip,
-    Stage::PruneAll,
+    Stage::Args,
     Stage::Summarize,
     Stage::Truncate,
+    Stage::PruneAll,
+    Stage::TruncateAll,
     Stage::Partial,
 ];
 
 fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> Options {
     Options {
         budget,
+        shorten_args: ctx::cmd::fit::DEFAULT_SHORTEN_ARGS,
         trigger,
         stages,
         details: true,
@@ -71,6 +74,7 @@ fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> O
             partial: false,
             note: None,
             pins: pins.clone(),
+            best_effort: false,
         },
         summarize: summarize::Options {
             keep_recent: 6,
@@ -290,6 +294,7 @@ fn check_all_as(
 fn clone_options(o: &Options) -> Options {
     Options {
         budget: o.budget,
+        shorten_args: o.shorten_args,
         trigger: o.trigger,
         stages: o.stages.clone(),
         details: o.details,

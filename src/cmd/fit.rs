@@ -21,7 +21,7 @@ use super::{
     BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare,
 };
 use crate::clip::DEFAULT_PLACEHOLDER;
-use crate::conversation::{PinOptions, find_task, resolve_index};
+use crate::conversation::{Conversation, PinOptions, UnitKind, find_task, resolve_index};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::Document;
 use crate::input::Origin;
@@ -97,9 +97,19 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub keep: usize,
 
-    /// Placeholder text for cleared results; {tool}, {tokens} and {chars} are replaced.
-    #[arg(long, value_name = "TEXT", default_value = DEFAULT_PLACEHOLDER)]
+    /// Placeholder text for cleared results; {tool}, {args}, {tokens}, {chars}, {status},
+    /// {head}, {tail} and {salient} are replaced (see docs/strategies.md).
+    #[arg(long, value_name = "TEXT", default_value = DEFAULT_PLACEHOLDER, hide_default_value = true)]
     pub placeholder: String,
+
+    /// prune stages: clear a result only when that saves at least N tokens.
+    #[arg(long, value_name = "N", default_value_t = prune::DEFAULT_MIN_SAVING)]
+    pub min_saving: usize,
+
+    /// args stage: string values over N tokens in the arguments of calls older than the --keep
+    /// newest results are cut to their start and a marker (the JSON stays valid).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SHORTEN_ARGS)]
+    pub shorten_args: usize,
 
     /// Never clear or clip the results of these tools.
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
@@ -151,14 +161,20 @@ pub struct Args {
     pub output: OutputArgs,
 }
 
+/// The args stage's default: string values over this many tokens in old calls' arguments are
+/// cut to their start (a command line or a path stays whole; a heredoc's body does not).
+pub const DEFAULT_SHORTEN_ARGS: usize = 64;
+
 /// A stage of the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Stage {
     Prune,
     Clip,
-    PruneAll,
+    Args,
     Summarize,
     Truncate,
+    PruneAll,
+    TruncateAll,
     Partial,
 }
 
@@ -168,9 +184,11 @@ impl Stage {
         match self {
             Stage::Prune => "prune",
             Stage::Clip => "clip",
-            Stage::PruneAll => "prune-all",
+            Stage::Args => "args",
             Stage::Summarize => "summarize",
             Stage::Truncate => "truncate",
+            Stage::PruneAll => "prune-all",
+            Stage::TruncateAll => "truncate-all",
             Stage::Partial => "partial",
         }
     }
@@ -179,6 +197,8 @@ impl Stage {
 /// Everything the stages need, resolved for one document.
 pub struct Options {
     pub budget: u64,
+    /// The args stage: string values over this many tokens in old calls' arguments are cut.
+    pub shorten_args: usize,
     pub trigger: u64,
     pub stages: Vec<Stage>,
     /// List what each stage cleared, clipped and removed in its report entry (for `--report`;
@@ -375,7 +395,10 @@ pub fn fit(
         let before = st.total();
         // Only truncate can fail and let a later stage go on from the same document, so only
         // then, and only when a stage follows, is the document copied.
-        let may_fail = matches!(stage, Stage::Truncate | Stage::Partial);
+        let may_fail = matches!(
+            stage,
+            Stage::Truncate | Stage::TruncateAll | Stage::Partial
+        );
         let doc = if may_fail && k + 1 < opts.stages.len() {
             st.doc.clone()
         } else {
@@ -397,16 +420,32 @@ pub fn fit(
                 report["cleared"] = json!([]);
                 report["clipped"] = json!([]);
             }
-            Stage::Prune | Stage::Clip | Stage::PruneAll => {
+            Stage::Prune | Stage::Clip | Stage::Args | Stage::PruneAll => {
+                // Each prune stage takes only what the budget needs, oldest first, and never
+                // touches the newest unit (the output the model just asked for).
                 let mut o = opts.prune.clone();
                 o.pins = pins;
+                o.budget = Some(opts.budget);
+                o.protect_newest_unit = true;
+                o.max_tool_tokens = None;
+                o.shorten_args = None;
                 match stage {
                     Stage::Clip => {
                         o.keep = usize::MAX;
                         o.thinking = Thinking::Keep;
                         o.max_tool_tokens = Some((budget / 4).max(1));
                     }
-                    Stage::PruneAll => o.keep = 0,
+                    Stage::Args => {
+                        // Nothing is cleared: only the arguments of calls older than the
+                        // --keep newest results are shortened.
+                        o.min_saving = usize::MAX;
+                        o.thinking = Thinking::Keep;
+                        o.shorten_args = Some(opts.shorten_args);
+                    }
+                    Stage::PruneAll => {
+                        o.keep = 0;
+                        o.thinking = Thinking::Keep;
+                    }
                     _ => {}
                 }
                 let (r, kept) = prune::prune_with(doc, counter, &st.count, &o, structure.take())?;
@@ -467,13 +506,20 @@ pub fn fit(
                 }
                 st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
             }
-            Stage::Truncate | Stage::Partial => {
+            Stage::Truncate | Stage::TruncateAll | Stage::Partial => {
                 // The prune stages' conversation model still describes the document; a stage
                 // after truncate reads it again.
                 let conv = structure.take().map(prune::Structure::into_conversation);
                 let mut o = opts.truncate.clone();
                 o.pins = pins;
                 o.partial = stage == Stage::Partial;
+                if stage == Stage::Truncate {
+                    // Old units go, but not the newest --keep tool exchanges: when that is not
+                    // enough, every other unit goes and the later stages take the rest.
+                    let conv = Conversation::new(doc.messages(), doc.dialect);
+                    o.pins.pins.extend(recent_exchanges(&conv, opts.prune.keep));
+                    o.best_effort = true;
+                }
                 match truncate::truncate_with(doc, counter, &st.count, &o, conv) {
                     Ok(r) => {
                         if opts.details {
@@ -486,6 +532,9 @@ pub fn fit(
                             .map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a}))
                             .collect();
                         report["notes"] = json!(r.notes);
+                        if r.tokens_after > budget {
+                            report["short_of_budget"] = json!(true);
+                        }
                         st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
                     }
                     Err(e) => match e.downcast::<CannotFit>() {
@@ -532,6 +581,18 @@ pub fn fit(
     })
 }
 
+/// The first message of each of the newest `k` tool exchanges (the calls of the results
+/// `--keep` keeps), to pin their units in the truncate stage.
+fn recent_exchanges(conv: &Conversation, k: usize) -> Vec<i64> {
+    conv.units
+        .iter()
+        .rev()
+        .filter(|u| u.kind == UnitKind::ToolExchange)
+        .take(k)
+        .map(|u| u.range().start as i64)
+        .collect()
+}
+
 /// Runs `fit` over documents.
 pub struct Runner<'a> {
     args: &'a Args,
@@ -564,9 +625,11 @@ impl<'a> Runner<'a> {
             [
                 Stage::Prune,
                 Stage::Clip,
-                Stage::PruneAll,
+                Stage::Args,
                 Stage::Summarize,
                 Stage::Truncate,
+                Stage::PruneAll,
+                Stage::TruncateAll,
                 Stage::Partial,
             ]
             .into_iter()
@@ -665,6 +728,7 @@ impl<'a> Runner<'a> {
         let pins = args.pin.pins();
         let opts = Options {
             budget,
+            shorten_args: args.shorten_args,
             trigger,
             stages: self.stages.clone(),
             details: args.side.report.is_some(),
@@ -680,6 +744,7 @@ impl<'a> Runner<'a> {
                 include_errors: args.include_errors,
                 pins: pins.clone(),
                 keep_originals: args.side.dropped.is_some(),
+                min_saving: args.min_saving,
                 ..prune::Options::default()
             },
             truncate: truncate::Options {
@@ -691,6 +756,7 @@ impl<'a> Runner<'a> {
                 partial: false,
                 note: truncate::note_text(args.note, args.note_text.as_deref())?,
                 pins: pins.clone(),
+                best_effort: false,
             },
             summarize: summarize::Options {
                 keep_recent: args.summary.keep_recent,

@@ -857,13 +857,13 @@ impl<'a> Runner<'a> {
             .trigger
             .map(|t| p.request_tokens("--trigger", t, self.args.reserve))
             .transpose()?;
-        let counter = Counter::new(&p.settings, p.doc.dialect);
-        let count = counter.document(&p.doc)?;
         let budget = self
             .args
             .budget
             .map(|b| p.request_tokens("--budget", b, self.args.reserve))
             .transpose()?;
+        let counter = Counter::new(&p.settings, p.doc.dialect);
+        let count = counter.document(&p.doc)?;
         let opts = Options {
             keep: self.args.keep,
             placeholder: self.args.placeholder.clone(),

@@ -178,6 +178,10 @@ pub struct Options {
     pub partial: bool,
     pub note: Option<String>,
     pub pins: PinOptions,
+    /// When the budget cannot be reached (and not --partial), remove every removable unit and
+    /// return the result over budget instead of failing: fit's truncate stage, whose protected
+    /// recent exchanges a later stage may still shrink.
+    pub best_effort: bool,
 }
 
 /// The result of truncating one document.
@@ -371,7 +375,13 @@ pub fn truncate_with(
     let mut messages = std::mem::take(doc.messages_mut());
     // (message, tokens before, tokens after, original) for each message cut by --partial.
     let mut partial: Vec<(usize, usize, usize, Value)> = Vec::new();
-    if total > budget {
+    if total > budget && !opts.partial && opts.best_effort {
+        // Over budget with every removable unit gone: the first non-system message must still
+        // be a user message (I7), or this is no better than failing.
+        if first_is_user && !first_non_system_is_user(&conv, &keep) {
+            return Err(first_not_user(tokens_before, opts, &forced));
+        }
+    } else if total > budget {
         if !opts.partial {
             return Err(cannot_fit(
                 tokens_before,
@@ -777,6 +787,7 @@ impl<'a> Runner<'a> {
             partial: self.args.partial,
             note: note_text(self.args.note, self.args.note_text.as_deref())?,
             pins: self.args.pin.pins(),
+            best_effort: false,
         };
         let t = truncate(p.doc, &counter, &count, &opts)?;
         let report = json!({
