@@ -165,6 +165,10 @@ pub struct Args {
 /// cut to their start (a command line or a path stays whole; a heredoc's body does not).
 pub const DEFAULT_SHORTEN_ARGS: usize = 64;
 
+/// Tokens allowed for a summary message's header and framing when fit sizes what it keeps
+/// verbatim beside a summary.
+const SUMMARY_FRAME: usize = 32;
+
 /// A stage of the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Stage {
@@ -478,6 +482,30 @@ pub fn fit(
                 o.pins = pins;
                 o.task = Some(task);
                 o.budget = Some(opts.budget);
+                // Only as much as needed: keep verbatim as many recent messages as the budget
+                // leaves room for beside the pinned ones and a summary at its bound.
+                let conv = Conversation::new(doc.messages(), doc.dialect);
+                let pinned = conv.pinned_messages(&o.pins)?;
+                let pinned_tokens: usize = (0..pinned.len())
+                    .filter(|&i| pinned[i])
+                    .map(|i| st.count.messages[i].total())
+                    .sum();
+                let room = budget.saturating_sub(
+                    st.count.fixed() + pinned_tokens + s.max_summary_tokens() + SUMMARY_FRAME,
+                );
+                let mut used = 0;
+                let mut recent = 0;
+                for i in (0..pinned.len()).rev() {
+                    let t = st.count.messages[i].total();
+                    if !pinned[i] {
+                        if used + t > room {
+                            break;
+                        }
+                        used += t;
+                    }
+                    recent += 1;
+                }
+                o.keep_recent = recent.max(1);
                 let r = summarize::summarize(doc, counter, &st.count, &o, s)?;
                 report["engine"] = json!(s.engine_name());
                 if let Some(why) = &r.skipped {

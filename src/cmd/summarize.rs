@@ -435,6 +435,11 @@ impl Summarizer {
     }
 
     /// `llm`, `extractive`, or `file` (`--summary-file`).
+    /// The most tokens a summary's text may take (`--max-summary-tokens`).
+    pub fn max_summary_tokens(&self) -> usize {
+        self.max_summary_tokens
+    }
+
     pub fn engine_name(&self) -> &'static str {
         match self.engine {
             _ if self.summary_text.is_some() => "file",
