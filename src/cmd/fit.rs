@@ -169,6 +169,9 @@ pub const DEFAULT_SHORTEN_ARGS: usize = 64;
 /// verbatim beside a summary.
 const SUMMARY_FRAME: usize = 32;
 
+/// Tokens the clip stage takes beyond a document's excess, for the clip marker and framing.
+const CLIP_MARGIN: usize = 16;
+
 /// A stage of the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Stage {
@@ -433,11 +436,17 @@ pub fn fit(
                 o.protect_newest_unit = true;
                 o.max_tool_tokens = None;
                 o.shorten_args = None;
+                // Clipping, too, takes only what is needed: the largest result first loses just
+                // the excess (never keeping more than the clip limit would), and only if the
+                // document is still over does every oversized result go down to the limit.
+                let limit = (budget / 4).max(1);
+                let mut limits = vec![limit];
                 match stage {
                     Stage::Clip => {
                         o.keep = usize::MAX;
                         o.thinking = Thinking::Keep;
-                        o.max_tool_tokens = Some((budget / 4).max(1));
+                        // Passes marked 0 work out their limit from what is still over.
+                        limits = vec![0, 0, limit];
                     }
                     Stage::Args => {
                         // Nothing is cleared: only the arguments of calls older than the
@@ -452,25 +461,47 @@ pub fn fit(
                     }
                     _ => {}
                 }
-                let (r, kept) = prune::prune_with(doc, counter, &st.count, &o, structure.take())?;
-                structure = kept;
+                let mut doc = Some(doc);
+                let (mut cleared, mut clipped, mut shortened) = (Vec::new(), Vec::new(), Vec::new());
+                for (pass, max) in limits.into_iter().enumerate() {
+                    if pass > 0 && st.total() <= budget {
+                        break;
+                    }
+                    if stage == Stage::Clip {
+                        let max = if max == 0 {
+                            // The largest result loses the excess (and a little for the
+                            // marker and framing), but never keeps more than the limit allows.
+                            let excess = st.total().saturating_sub(budget) + CLIP_MARGIN;
+                            let largest = st.count.messages.iter().map(|m| m.content).max();
+                            largest.map_or(limit, |l| l.saturating_sub(excess)).max(limit)
+                        } else {
+                            max
+                        };
+                        o.max_tool_tokens = Some(max);
+                    }
+                    let d = doc
+                        .take()
+                        .unwrap_or_else(|| std::mem::replace(&mut st.doc, Document::placeholder()));
+                    let (r, kept) = prune::prune_with(d, counter, &st.count, &o, structure.take())?;
+                    structure = kept;
+                    if opts.details {
+                        cleared.extend(r.cleared.iter().map(|(i, t, k)| json!({"index": st.input_index(*i), "tool": t, "tokens": k})));
+                        clipped.extend(r.clipped.iter().map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a})));
+                        shortened.extend(r.shortened.iter().map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a})));
+                    }
+                    if !r.thinking.is_empty() {
+                        report["thinking"] = r.thinking.iter().map(|&i| st.input_index(i)).collect();
+                    }
+                    let origins = (0..r.doc.messages().len()).map(Some).collect();
+                    st.advance(counter, r.doc, origins, r.dropped, &r.recounted)?;
+                }
                 if opts.details {
-                    report["cleared"] = r
-                        .cleared
-                        .iter()
-                        .map(|(i, t, k)| json!({"index": st.input_index(*i), "tool": t, "tokens": k}))
-                        .collect();
-                    report["clipped"] = r
-                        .clipped
-                        .iter()
-                        .map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a}))
-                        .collect();
+                    report["cleared"] = json!(cleared);
+                    report["clipped"] = json!(clipped);
+                    if stage == Stage::Args {
+                        report["shortened"] = json!(shortened);
+                    }
                 }
-                if !r.thinking.is_empty() {
-                    report["thinking"] = r.thinking.iter().map(|&i| st.input_index(i)).collect();
-                }
-                let origins = (0..r.doc.messages().len()).map(Some).collect();
-                st.advance(counter, r.doc, origins, r.dropped, &r.recounted)?;
             }
             Stage::Summarize => {
                 structure = None;
