@@ -537,6 +537,29 @@ pub fn fit(
                     recent += 1;
                 }
                 o.keep_recent = recent.max(1);
+                // An offline engine costs little: find the most recent messages that can stay
+                // verbatim with the summary within the budget (fewer summarized messages, a
+                // larger output), by bisection from the estimate up.
+                if s.engine_name() != "llm" {
+                    let fits = |k: usize| -> Result<bool> {
+                        let mut t = o.clone();
+                        t.keep_recent = k;
+                        let r = summarize::summarize(doc.clone(), counter, &st.count, &t, s)?;
+                        Ok(r.skipped.is_none() && r.fallback.is_none() && r.tokens_after <= budget)
+                    };
+                    let (mut lo, mut hi) = (o.keep_recent, pinned.len());
+                    if lo < hi && fits(lo)? {
+                        while hi - lo > 1 {
+                            let mid = lo + (hi - lo) / 2;
+                            if fits(mid)? {
+                                lo = mid;
+                            } else {
+                                hi = mid;
+                            }
+                        }
+                        o.keep_recent = lo;
+                    }
+                }
                 let r = summarize::summarize(doc, counter, &st.count, &o, s)?;
                 report["engine"] = json!(s.engine_name());
                 if let Some(why) = &r.skipped {
