@@ -19,4 +19,5 @@ pub mod models;
 pub mod output;
 pub mod profile;
 pub mod settings;
+pub mod signals;
 pub mod tokenizer;
