@@ -57,6 +57,8 @@ fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> O
             partial: false,
             note: None,
             pins: pins.clone(),
+            protect_recent_exchanges: 0,
+            best_effort: false,
         },
         summarize: summarize::Options {
             keep_recent: 6,

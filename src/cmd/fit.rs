@@ -605,6 +605,8 @@ impl<'a> Runner<'a> {
                 partial: false,
                 note: args.note.clone(),
                 pins: pins.clone(),
+                protect_recent_exchanges: 0,
+                best_effort: false,
             },
             summarize: summarize::Options {
                 keep_recent: args.summary.keep_recent,

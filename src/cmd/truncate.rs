@@ -3,9 +3,13 @@
 //! Selection works on unit token costs computed once (each message is tokenized once), so it is
 //! linear in the number of messages (n log n for `importance`). Pinned units (system/developer,
 //! the task, `--pin`) and the newest unit are never removed; tool exchanges are removed whole, so
-//! no result loses its call. `--partial` cuts text middle-out when whole units cannot fit.
-//! [`truncate`] is the one implementation: `fit`'s truncate and partial stages call it too.
+//! no result loses its call. Older copies of repeated messages go first (found by hashing, so
+//! still linear). `--partial` cuts text middle-out when whole units cannot fit. [`truncate`] is the one implementation: `fit`'s truncate and partial stages
+//! call it too, and [`Options`] has what fit needs beyond the command's flags (protected newest
+//! exchanges, a best-effort result over budget).
 
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
@@ -63,7 +67,8 @@ pub struct Args {
     pub keep_last: Option<usize>,
 
     /// Which units go first: the oldest, the middle (after --keep-first), or the least
-    /// important (see --weights).
+    /// important (see --weights). With oldest and importance, older copies of a message
+    /// repeated identically later go before anything else.
     #[arg(long, value_enum, default_value = "oldest")]
     pub strategy: Strategy,
 
@@ -178,6 +183,33 @@ pub struct Options {
     pub partial: bool,
     pub note: Option<String>,
     pub pins: PinOptions,
+    /// The newest N tool exchanges are never removed (pinned ones and the newest unit count
+    /// among the N); 0 for the `truncate` command. `fit` protects its `--keep` newest exchanges
+    /// while it removes old units, and then removes the rest with 0.
+    pub protect_recent_exchanges: usize,
+    /// When removing every removable unit (and, with `partial`, cutting) still leaves the
+    /// document over budget, return that document instead of failing with [`CannotFit`]: its
+    /// `tokens_after` is then over the budget, and a later stage takes the rest. Still fails
+    /// when the output could not start with a user message (I7).
+    pub best_effort: bool,
+}
+
+impl Default for Options {
+    /// `truncate`'s defaults, with a budget of 0.
+    fn default() -> Options {
+        Options {
+            budget: 0,
+            keep_last: None,
+            strategy: Strategy::Oldest,
+            keep_first: 2,
+            weights: Weights::default(),
+            partial: false,
+            note: None,
+            pins: PinOptions::default(),
+            protect_recent_exchanges: 0,
+            best_effort: false,
+        }
+    }
 }
 
 /// The result of truncating one document.
@@ -228,6 +260,7 @@ pub fn truncate_with(
         .map(|u| u.range().map(|m| count.messages[m].total()).sum())
         .collect();
     let pinned = conv.pinned_units(&opts.pins)?;
+    let protected = newest_exchanges(&conv, opts.protect_recent_exchanges);
     let unchanged = |doc: Document| Truncation {
         origins: (0..doc.messages().len()).map(Some).collect(),
         doc,
@@ -247,7 +280,7 @@ pub fn truncate_with(
         let mut seen = 0usize;
         let mut cut = false;
         for u in (0..n).rev() {
-            if pinned[u] {
+            if pinned[u] || protected[u] {
                 continue;
             }
             let c = conv.units[u]
@@ -274,11 +307,17 @@ pub fn truncate_with(
         return Ok(unchanged(doc));
     }
 
-    // The order in which removable units go.
+    // The order in which removable units go: with `oldest` and `importance`, older copies of
+    // repeated messages first (oldest first), then the strategy's order.
     let candidates: Vec<usize> = (0..n)
-        .filter(|&u| keep[u] && !pinned[u] && Some(u) != newest)
+        .filter(|&u| keep[u] && !pinned[u] && !protected[u] && Some(u) != newest)
         .collect();
-    let order: Vec<usize> = match opts.strategy {
+    let repeats = (opts.strategy != Strategy::Middle).then(|| Repeats::find(&conv, doc.messages()));
+    let (older_copies, candidates): (Vec<usize>, Vec<usize>) = match &repeats {
+        Some(r) => candidates.into_iter().partition(|&u| r.older_copy[u]),
+        None => (Vec::new(), candidates),
+    };
+    let by_strategy: Vec<usize> = match opts.strategy {
         Strategy::Oldest => candidates,
         Strategy::Middle => {
             let k = opts.keep_first.min(candidates.len());
@@ -297,7 +336,8 @@ pub fn truncate_with(
             scored.into_iter().map(|(_, u)| u).collect()
         }
     };
-    let mut next = order.into_iter();
+    let order: Vec<usize> = older_copies.into_iter().chain(by_strategy).collect();
+    let mut next = order.iter().copied();
     let first_is_user = first_non_system_is_user(&conv, &(0..n).map(|_| true).collect::<Vec<_>>());
     let notes_cost = |keep: &[bool]| -> Result<usize> {
         match &opts.note {
@@ -343,7 +383,7 @@ pub fn truncate_with(
                         keep[u] = true;
                         total += unit_tokens[u];
                     }
-                    (None, Some(f)) if !pinned[f] && Some(f) != newest => {
+                    (None, Some(f)) if !pinned[f] && !protected[f] && Some(f) != newest => {
                         drop(f, &mut keep, &mut total)
                     }
                     _ => return Err(first_not_user(tokens_before, opts, &forced)),
@@ -366,12 +406,29 @@ pub fn truncate_with(
         }
     }
 
+    // Best effort, over budget: the output must still start with a user message (I7), so put
+    // back the nearest removed unit that starts with one, whatever it costs.
+    if total > budget && opts.best_effort && first_is_user {
+        total -= notes_total;
+        while !first_non_system_is_user(&conv, &keep) {
+            let f = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
+            let readd = (0..f.unwrap_or(n))
+                .rev()
+                .find(|&u| !keep[u] && !forced[u] && starts_with_user(&conv, u));
+            let Some(u) = readd else { break };
+            keep[u] = true;
+            total += unit_tokens[u];
+        }
+        notes_total = notes_cost(&keep)?;
+        total += notes_total;
+    }
+
     let dialect = doc.dialect;
     let mut doc = doc;
     let mut messages = std::mem::take(doc.messages_mut());
     // (message, tokens before, tokens after, original) for each message cut by --partial.
     let mut partial: Vec<(usize, usize, usize, Value)> = Vec::new();
-    if total > budget {
+    if total > budget && (opts.partial || !opts.best_effort) {
         if !opts.partial {
             return Err(cannot_fit(
                 tokens_before,
@@ -428,7 +485,7 @@ pub fn truncate_with(
                 partial[i].2 = after;
             }
         }
-        if total > budget {
+        if total > budget && !opts.best_effort {
             return Err(cannot_fit(
                 tokens_before,
                 opts.budget,
@@ -602,6 +659,103 @@ fn importance(
     base + w.recency * recency
 }
 
+/// The newest `k` tool exchanges (pinned ones and the newest unit among them).
+fn newest_exchanges(conv: &Conversation, k: usize) -> Vec<bool> {
+    let mut out = vec![false; conv.units.len()];
+    for (u, _) in conv
+        .units
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, unit)| unit.kind == UnitKind::ToolExchange)
+        .take(k)
+    {
+        out[u] = true;
+    }
+    out
+}
+
+/// Units of one message that appear more than once, identical, in the document: same role,
+/// same `name` and the same `content` JSON (other fields, such as ids or timestamps a
+/// transcript may carry, are not compared). Tool exchanges never count: removing an older copy
+/// never splits a call from its result. Messages are hashed, so this is linear in the document.
+struct Repeats {
+    /// A newer unit holds the same message.
+    older_copy: Vec<bool>,
+}
+
+impl Repeats {
+    fn find(conv: &Conversation, messages: &[Value]) -> Repeats {
+        let n = conv.units.len();
+        let mut older_copy = vec![false; n];
+        let hasher = std::collections::hash_map::RandomState::new();
+        // For each hash, the newest unit of each distinct message with that hash.
+        let mut newest: HashMap<u64, Vec<usize>> = HashMap::new();
+        let key_of = |u: usize| {
+            let unit = conv.units[u];
+            (unit.kind != UnitKind::ToolExchange && unit.end == unit.start + 1)
+                .then(|| repeat_key(&messages[unit.start]))
+                .flatten()
+        };
+        for u in (0..n).rev() {
+            let Some(key) = key_of(u) else { continue };
+            let mut h = hasher.build_hasher();
+            key.0.hash(&mut h);
+            if let Some(name) = key.1 {
+                hash_value(name, &mut h);
+            }
+            hash_value(key.2, &mut h);
+            let same = newest.entry(h.finish()).or_default();
+            match same.iter().find(|&&r| key_of(r) == Some(key)) {
+                Some(_) => older_copy[u] = true,
+                None => same.push(u),
+            }
+        }
+        Repeats { older_copy }
+    }
+}
+
+/// What makes two messages the same: role, `name`, `content` (a message without content is
+/// never a repeat).
+fn repeat_key(m: &Value) -> Option<(&str, Option<&Value>, &Value)> {
+    let content = m.field("content").filter(|c| !c.is_null())?;
+    let role = m.field("role").and_then(Value::as_str)?;
+    Some((role, m.field("name"), content))
+}
+
+/// Hashes a JSON value (equal values hash equally; objects in their key order, so the same
+/// object written in another order is simply not recognised as a repeat).
+fn hash_value(v: &Value, h: &mut impl Hasher) {
+    match v {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => {
+            h.write_u8(1);
+            b.hash(h);
+        }
+        Value::Number(x) => {
+            h.write_u8(2);
+            x.to_string().hash(h);
+        }
+        Value::String(s) => {
+            h.write_u8(3);
+            s.hash(h);
+        }
+        Value::Array(items) => {
+            h.write_u8(4);
+            h.write_usize(items.len());
+            items.iter().for_each(|i| hash_value(i, h));
+        }
+        Value::Object(map) => {
+            h.write_u8(5);
+            h.write_usize(map.len());
+            for (k, x) in map {
+                k.hash(h);
+                hash_value(x, h);
+            }
+        }
+    }
+}
+
 /// Runs of removed units: (position of the first kept unit after the run, messages removed).
 fn gaps(conv: &Conversation, keep: &[bool]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -749,6 +903,8 @@ impl<'a> Runner<'a> {
             partial: self.args.partial,
             note: self.args.note.clone(),
             pins: self.args.pin.pins(),
+            protect_recent_exchanges: 0,
+            best_effort: false,
         };
         let t = truncate(p.doc, &counter, &count, &opts)?;
         let report = json!({
@@ -786,6 +942,65 @@ mod tests {
         assert!(parse_weights("color=1").is_err());
         assert!(parse_weights("user").is_err());
         assert!(parse_weights("user=NaN").is_err());
+    }
+
+    fn conv(messages: &[Value]) -> Conversation {
+        Conversation::new(messages, Dialect::Openai)
+    }
+
+    #[test]
+    fn repeats_are_the_same_role_name_and_content() {
+        let nudge = "No tool calls found in the response.";
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]});
+        let result = json!({"role": "tool", "tool_call_id": "c1", "content": "a.txt"});
+        let messages = vec![
+            json!({"role": "user", "content": "task"}),
+            json!({"role": "user", "content": nudge}),
+            call.clone(),
+            result.clone(),
+            json!({"role": "user", "content": nudge, "id": "m4"}),
+            json!({"role": "user", "content": nudge, "name": "bot"}),
+            json!({"role": "assistant", "content": nudge}),
+            call,
+            result,
+            json!({"role": "assistant", "content": null}),
+            json!({"role": "assistant", "content": null}),
+            json!({"role": "user", "content": nudge, "id": "m11"}),
+        ];
+        let c = conv(&messages);
+        let r = Repeats::find(&c, &messages);
+        let unit = |m: usize| c.messages[m].unit;
+        let older: Vec<usize> = (0..messages.len())
+            .filter(|&m| c.units[unit(m)].start == m && r.older_copy[unit(m)])
+            .collect();
+        // Ids are not compared, a different `name` or role is another message, an exchange is
+        // never a repeat, a message without content never is.
+        assert_eq!(older, vec![1, 4]);
+    }
+
+    #[test]
+    fn the_newest_exchanges_are_counted_from_the_end() {
+        let exchange = |id: &str| {
+            [
+                json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": id, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": id, "content": "ok"}),
+            ]
+        };
+        let mut messages = vec![json!({"role": "user", "content": "task"})];
+        messages.extend(exchange("a"));
+        messages.push(json!({"role": "assistant", "content": "between"}));
+        messages.extend(exchange("b"));
+        messages.extend(exchange("c"));
+        messages.push(json!({"role": "assistant", "content": "done"}));
+        let c = conv(&messages);
+        assert_eq!(
+            newest_exchanges(&c, 2),
+            vec![false, false, false, true, true, false]
+        );
+        assert_eq!(newest_exchanges(&c, 0), vec![false; 6]);
+        assert_eq!(newest_exchanges(&c, 9).iter().filter(|&&p| p).count(), 3);
     }
 
     #[test]
