@@ -291,6 +291,41 @@ proptest! {
         }
     }
 
+    /// `importance` leaves no room a removed unit would fit in (unless putting it back would
+    /// make the output start with something other than a user message).
+    #[test]
+    fn importance_uses_the_budget(
+        (value, dialect) in document(),
+        repeats in repeats(),
+        share in 0.2f64..1.0,
+        protect in 0usize..3,
+    ) {
+        let doc = parse(with_repeats(value, dialect, &repeats), dialect);
+        let total = tokens(&doc);
+        let opts = Options {
+            budget: ((total as f64) * share) as u64,
+            strategy: Strategy::Importance,
+            protect_recent_exchanges: protect,
+            pins: PinOptions { no_keep_task: true, ..PinOptions::default() },
+            ..Options::default()
+        };
+        let Some(t) = run_full(&doc, &opts)? else { return Ok(()) };
+        let (_, unit_tokens, conv) = oldest_order(&doc, protect);
+        let kept = |u: usize| !t.removed.contains(&conv.units[u].start);
+        let first = (0..conv.units.len()).find(|&u| kept(u) && conv.units[u].kind != UnitKind::System);
+        for u in (0..conv.units.len()).filter(|&u| !kept(u)) {
+            let start = &doc.messages()[conv.units[u].start];
+            let opens_with_user = start.get("role").and_then(Value::as_str) == Some("user")
+                && !conv.messages[conv.units[u].start].only_results;
+            let becomes_first = conv.units[u].kind != UnitKind::System && first.is_none_or(|f| u < f);
+            prop_assert!(
+                t.tokens_after + unit_tokens[u] > opts.budget as usize
+                    || (becomes_first && first_is_user(&doc) && !opens_with_user),
+                "unit {} ({} tokens) fits in {} - {}", u, unit_tokens[u], opts.budget, t.tokens_after
+            );
+        }
+    }
+
     /// An agent transcript (one user message, many exchanges) fits any budget that holds its
     /// pinned messages and newest unit.
     #[test]
@@ -406,6 +441,60 @@ fn older_copies_of_repeated_messages_go_first() {
         ..Options::default()
     };
     assert_eq!(truncated(&doc, &middle).removed, vec![5, 6, 7]);
+}
+
+/// On the same trajectory, `importance` keeps the failing test run (messages 10-11, a KeyError
+/// and `1 failed`) and the edit (20-21), and drops the nudges.
+#[test]
+fn the_exchange_with_the_error_outlives_boilerplate_nudges() {
+    let doc = nudges();
+    for budget in [1200, 1000, 800] {
+        let t = truncated(
+            &doc,
+            &Options {
+                budget,
+                strategy: Strategy::Importance,
+                ..Options::default()
+            },
+        );
+        for m in [10, 11, 20, 21] {
+            assert!(
+                !t.removed.contains(&m),
+                "{budget}: {m} removed: {:?}",
+                t.removed
+            );
+        }
+        for m in [5, 9, 13, 15, 19] {
+            assert!(
+                t.removed.contains(&m),
+                "{budget}: {m} kept: {:?}",
+                t.removed
+            );
+        }
+        assert!(
+            t.tokens_after as u64 * 100 >= budget * 95,
+            "{budget}: {}",
+            t.tokens_after
+        );
+    }
+    // With the old scores (no signals, repeats scored as user messages) the error went first.
+    let flat = Weights {
+        repeat: 3.0,
+        error: 0.0,
+        test: 0.0,
+        edit: 0.0,
+        ..Weights::default()
+    };
+    let t = truncated(
+        &doc,
+        &Options {
+            budget: 1000,
+            strategy: Strategy::Importance,
+            weights: flat,
+            ..Options::default()
+        },
+    );
+    assert!(t.removed.contains(&10), "{:?}", t.removed);
 }
 
 /// `protect_recent_exchanges` keeps the newest exchanges whatever the budget asks: fit's "remove

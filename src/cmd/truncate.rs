@@ -4,11 +4,13 @@
 //! linear in the number of messages (n log n for `importance`). Pinned units (system/developer,
 //! the task, `--pin`) and the newest unit are never removed; tool exchanges are removed whole, so
 //! no result loses its call. Older copies of repeated messages go first (found by hashing, so
-//! still linear). `--partial` cuts text middle-out when whole units cannot fit. [`truncate`] is the one implementation: `fit`'s truncate and partial stages
+//! still linear); `importance` scores units with what they show ([`crate::signals`]) and puts
+//! back what fits in the room the last removal left. `--partial` cuts text middle-out when whole
+//! units cannot fit. [`truncate`] is the one implementation: `fit`'s truncate and partial stages
 //! call it too, and [`Options`] has what fit needs beyond the command's flags (protected newest
 //! exchanges, a best-effort result over budget).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -25,6 +27,7 @@ use crate::document::{Dialect, Document, Field};
 use crate::input::Origin;
 use crate::output::render;
 use crate::settings::{ModelArgs, read_tools_file};
+use crate::signals::Signals;
 
 /// The note's default text; `{count}` is the number of messages removed at that place.
 pub const DEFAULT_NOTE: &str =
@@ -77,7 +80,8 @@ pub struct Args {
     pub keep_first: usize,
 
     /// With --strategy importance: scores as key=value pairs (user, exchange, assistant,
-    /// system, other, short, short_tokens, recency); see docs/strategies.md.
+    /// system, other, short, short_tokens, repeat, error, test, edit, recency); see
+    /// docs/strategies.md.
     #[arg(long, value_name = "K=V,...", value_parser = parse_weights)]
     pub weights: Option<Weights>,
 
@@ -120,6 +124,16 @@ pub struct Weights {
     /// Score of a short message (at most `short_tokens` content tokens), whatever its role.
     pub short: f64,
     pub short_tokens: f64,
+    /// Score of a single message that also appears, identical, elsewhere in the document (a
+    /// framework's nudge, a repeated reminder), whatever its role.
+    pub repeat: f64,
+    /// Added when a result reports an error (an error flag, a non-zero exit status, an error
+    /// line).
+    pub error: f64,
+    /// Added when tests are run or a result reports a test outcome.
+    pub test: f64,
+    /// Added when a call edits or creates a file.
+    pub edit: f64,
     /// Added in proportion to recency: 0 for the oldest unit, `recency` for the newest.
     pub recency: f64,
 }
@@ -134,10 +148,17 @@ impl Default for Weights {
             other: 1.0,
             short: 0.5,
             short_tokens: 8.0,
+            repeat: 0.25,
+            error: 1.5,
+            test: 1.5,
+            edit: 1.5,
             recency: 2.0,
         }
     }
 }
+
+/// The keys of `--weights`, in the order the docs list them.
+pub const WEIGHT_KEYS: &str = "user, exchange, assistant, system, other, short, short_tokens, repeat, error, test, edit, recency";
 
 pub fn parse_weights(s: &str) -> Result<Weights, String> {
     let mut w = Weights::default();
@@ -160,12 +181,12 @@ pub fn parse_weights(s: &str) -> Result<Weights, String> {
             "other" => &mut w.other,
             "short" => &mut w.short,
             "short_tokens" => &mut w.short_tokens,
+            "repeat" => &mut w.repeat,
+            "error" => &mut w.error,
+            "test" => &mut w.test,
+            "edit" => &mut w.edit,
             "recency" => &mut w.recency,
-            other => {
-                return Err(format!(
-                    "unknown weight '{other}' (user, exchange, assistant, system, other, short, short_tokens, recency)"
-                ));
-            }
+            other => return Err(format!("unknown weight '{other}' ({WEIGHT_KEYS})")),
         };
         *slot = v;
     }
@@ -328,9 +349,22 @@ pub fn truncate_with(
                 .collect()
         }
         Strategy::Importance => {
+            let repeated = |u: usize| repeats.as_ref().is_some_and(|r| r.repeated[u]);
             let mut scored: Vec<(f64, usize)> = candidates
                 .iter()
-                .map(|&u| (importance(&conv, u, n, &count.messages, &opts.weights), u))
+                .map(|&u| {
+                    let unit = Scored {
+                        signals: conv.units[u]
+                            .range()
+                            .map(|m| Signals::of_message(&doc.messages()[m]))
+                            .fold(Signals::default(), Signals::or),
+                        repeated: repeated(u),
+                    };
+                    (
+                        importance(&conv, u, n, &count.messages, &opts.weights, unit),
+                        u,
+                    )
+                })
                 .collect();
             scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             scored.into_iter().map(|(_, u)| u).collect()
@@ -402,6 +436,46 @@ pub fn truncate_with(
             None => {
                 total += notes;
                 break;
+            }
+        }
+    }
+
+    // `importance`: the last unit removed may have left room. Put back removed units that fit
+    // in it, the most important first (not with notes, whose cost would change with each gap).
+    // A unit that would come before the first kept one must start with a user message (I7);
+    // one held back for that is tried again once a user message before it is back.
+    if opts.strategy == Strategy::Importance && opts.note.is_none() && total <= budget {
+        let mut first = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
+        // Held back: unit -> its rank in the order of importance.
+        let mut held: BTreeMap<usize, usize> = BTreeMap::new();
+        let put_back = |u: usize, keep: &mut [bool], total: &mut usize| {
+            if keep[u] || forced[u] || *total + unit_tokens[u] > budget {
+                return false;
+            }
+            keep[u] = true;
+            *total += unit_tokens[u];
+            true
+        };
+        for (rank, &u) in order.iter().rev().enumerate() {
+            let becomes_first =
+                conv.units[u].kind != UnitKind::System && first.is_none_or(|f| u < f);
+            if becomes_first && first_is_user && !starts_with_user(&conv, u) {
+                if !keep[u] {
+                    held.insert(u, rank);
+                }
+                continue;
+            }
+            if put_back(u, &mut keep, &mut total) && becomes_first {
+                first = Some(u);
+                let mut retry: Vec<(usize, usize)> = held
+                    .split_off(&u)
+                    .into_iter()
+                    .map(|(h, r)| (r, h))
+                    .collect();
+                retry.sort_unstable();
+                for (_, h) in retry {
+                    put_back(h, &mut keep, &mut total);
+                }
             }
         }
     }
@@ -631,19 +705,31 @@ fn first_non_system_is_user(conv: &Conversation, keep: &[bool]) -> bool {
         .is_some_and(|u| starts_with_user(conv, u))
 }
 
-/// Importance of a unit (higher is kept longer).
+/// What a unit's importance reads besides its kind and size.
+#[derive(Clone, Copy, Debug, Default)]
+struct Scored {
+    signals: Signals,
+    /// A single message that appears, identical, elsewhere in the document.
+    repeated: bool,
+}
+
+/// Importance of a unit (higher is kept longer): a base for its kind, plus a bonus for each
+/// signal it shows (error, test, edit), plus recency.
 fn importance(
     conv: &Conversation,
     u: usize,
     n: usize,
     messages: &[crate::counter::MessageTokens],
     w: &Weights,
+    s: Scored,
 ) -> f64 {
     let unit = conv.units[u];
     let content: usize = unit.range().map(|m| messages[m].content).sum();
     let base = match unit.kind {
         UnitKind::ToolExchange => w.exchange,
+        UnitKind::System if s.repeated => w.repeat,
         UnitKind::System => w.system,
+        UnitKind::Single if s.repeated => w.repeat,
         UnitKind::Single if (content as f64) <= w.short_tokens => w.short,
         UnitKind::Single => match conv.messages[unit.start].role {
             Role::User => w.user,
@@ -651,12 +737,21 @@ fn importance(
             _ => w.other,
         },
     };
+    let signals = [
+        (s.signals.error, w.error),
+        (s.signals.test, w.test),
+        (s.signals.edit, w.edit),
+    ]
+    .iter()
+    .filter(|(shown, _)| *shown)
+    .map(|(_, bonus)| bonus)
+    .sum::<f64>();
     let recency = if n > 1 {
         u as f64 / (n - 1) as f64
     } else {
         1.0
     };
-    base + w.recency * recency
+    base + signals + w.recency * recency
 }
 
 /// The newest `k` tool exchanges (pinned ones and the newest unit among them).
@@ -682,12 +777,15 @@ fn newest_exchanges(conv: &Conversation, k: usize) -> Vec<bool> {
 struct Repeats {
     /// A newer unit holds the same message.
     older_copy: Vec<bool>,
+    /// The message appears more than once (its newest copy included).
+    repeated: Vec<bool>,
 }
 
 impl Repeats {
     fn find(conv: &Conversation, messages: &[Value]) -> Repeats {
         let n = conv.units.len();
         let mut older_copy = vec![false; n];
+        let mut repeated = vec![false; n];
         let hasher = std::collections::hash_map::RandomState::new();
         // For each hash, the newest unit of each distinct message with that hash.
         let mut newest: HashMap<u64, Vec<usize>> = HashMap::new();
@@ -707,11 +805,18 @@ impl Repeats {
             hash_value(key.2, &mut h);
             let same = newest.entry(h.finish()).or_default();
             match same.iter().find(|&&r| key_of(r) == Some(key)) {
-                Some(_) => older_copy[u] = true,
+                Some(&r) => {
+                    older_copy[u] = true;
+                    repeated[u] = true;
+                    repeated[r] = true;
+                }
                 None => same.push(u),
             }
         }
-        Repeats { older_copy }
+        Repeats {
+            older_copy,
+            repeated,
+        }
     }
 }
 
@@ -939,9 +1044,24 @@ mod tests {
     fn weights_parse_and_reject_unknown_keys() {
         let w = parse_weights("user=5, recency=0").unwrap();
         assert_eq!((w.user, w.recency, w.exchange), (5.0, 0.0, 2.0));
-        assert!(parse_weights("color=1").is_err());
+        let w = parse_weights("repeat=0.1,error=3,test=2,edit=1").unwrap();
+        assert_eq!((w.repeat, w.error, w.test, w.edit), (0.1, 3.0, 2.0, 1.0));
+        let err = parse_weights("color=1").unwrap_err();
+        for key in WEIGHT_KEYS.split(", ") {
+            assert!(err.contains(key), "{err} lists {key}");
+            assert!(parse_weights(&format!("{key}=1")).is_ok(), "{key}");
+        }
         assert!(parse_weights("user").is_err());
         assert!(parse_weights("user=NaN").is_err());
+    }
+
+    #[test]
+    fn default_scores_rank_errors_tests_and_edits_above_boilerplate() {
+        let w = Weights::default();
+        for signal in [w.error, w.test, w.edit] {
+            assert!(w.exchange + signal > w.user);
+        }
+        assert!(w.repeat < w.short && w.short < w.other);
     }
 
     fn conv(messages: &[Value]) -> Conversation {
@@ -977,6 +1097,8 @@ mod tests {
         // Ids are not compared, a different `name` or role is another message, an exchange is
         // never a repeat, a message without content never is.
         assert_eq!(older, vec![1, 4]);
+        assert!(r.repeated[unit(11)] && !r.repeated[unit(5)] && !r.repeated[unit(6)]);
+        assert!(!r.repeated[unit(2)] && !r.repeated[unit(10)]);
     }
 
     #[test]
