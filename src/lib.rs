@@ -21,4 +21,5 @@ pub mod models;
 pub mod output;
 pub mod profile;
 pub mod settings;
+pub mod signals;
 pub mod tokenizer;

@@ -74,6 +74,7 @@ fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> O
             partial: false,
             note: None,
             pins: pins.clone(),
+            protect_recent_exchanges: 0,
             best_effort: false,
         },
         summarize: summarize::Options {

@@ -21,7 +21,7 @@ use super::{
     BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare,
 };
 use crate::clip::DEFAULT_PLACEHOLDER;
-use crate::conversation::{Conversation, PinOptions, UnitKind, find_task, resolve_index};
+use crate::conversation::{Conversation, PinOptions, find_task, resolve_index};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::Document;
 use crate::input::Origin;
@@ -598,8 +598,7 @@ pub fn fit(
                 if stage == Stage::Truncate {
                     // Old units go, but not the newest --keep tool exchanges: when that is not
                     // enough, every other unit goes and the later stages take the rest.
-                    let conv = Conversation::new(doc.messages(), doc.dialect);
-                    o.pins.pins.extend(recent_exchanges(&conv, opts.prune.keep));
+                    o.protect_recent_exchanges = opts.prune.keep;
                     o.best_effort = true;
                 }
                 match truncate::truncate_with(doc, counter, &st.count, &o, conv) {
@@ -661,18 +660,6 @@ pub fn fit(
         stages,
         dropped: st.dropped.into_values().collect(),
     })
-}
-
-/// The first message of each of the newest `k` tool exchanges (the calls of the results
-/// `--keep` keeps), to pin their units in the truncate stage.
-fn recent_exchanges(conv: &Conversation, k: usize) -> Vec<i64> {
-    conv.units
-        .iter()
-        .rev()
-        .filter(|u| u.kind == UnitKind::ToolExchange)
-        .take(k)
-        .map(|u| u.range().start as i64)
-        .collect()
 }
 
 /// Runs `fit` over documents.
@@ -838,6 +825,7 @@ impl<'a> Runner<'a> {
                 partial: false,
                 note: truncate::note_text(args.note, args.note_text.as_deref())?,
                 pins: pins.clone(),
+                protect_recent_exchanges: 0,
                 best_effort: false,
             },
             summarize: summarize::Options {

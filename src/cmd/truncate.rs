@@ -3,9 +3,15 @@
 //! Selection works on unit token costs computed once (each message is tokenized once), so it is
 //! linear in the number of messages (n log n for `importance`). Pinned units (system/developer,
 //! the task, `--pin`) and the newest unit are never removed; tool exchanges are removed whole, so
-//! no result loses its call. `--partial` cuts text middle-out when whole units cannot fit.
-//! [`truncate`] is the one implementation: `fit`'s truncate and partial stages call it too.
+//! no result loses its call. Older copies of repeated messages go first (found by hashing, so
+//! still linear); `importance` scores units with what they show ([`crate::signals`]) and puts
+//! back what fits in the room the last removal left. `--partial` cuts text middle-out when whole
+//! units cannot fit. [`truncate`] is the one implementation: `fit`'s truncate and partial stages
+//! call it too, and [`Options`] has what fit needs beyond the command's flags (protected newest
+//! exchanges, a best-effort result over budget).
 
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
@@ -21,6 +27,7 @@ use crate::document::{Dialect, Document, Field};
 use crate::input::Origin;
 use crate::output::render;
 use crate::settings::{ModelArgs, read_tools_file};
+use crate::signals::Signals;
 
 /// The note's default text; `{count}` is the number of messages removed at that place.
 pub const DEFAULT_NOTE: &str =
@@ -64,7 +71,8 @@ pub struct Args {
     pub keep_last: Option<usize>,
 
     /// Which units go first: the oldest, the middle (after --keep-first), or the least
-    /// important (see --weights).
+    /// important (see --weights). With oldest and importance, older copies of a message
+    /// repeated identically later go before anything else.
     #[arg(long, value_enum, default_value = "oldest")]
     pub strategy: Strategy,
 
@@ -73,7 +81,8 @@ pub struct Args {
     pub keep_first: usize,
 
     /// With --strategy importance: scores as key=value pairs (user, exchange, assistant,
-    /// system, other, short, short_tokens, recency); see docs/strategies.md.
+    /// system, other, short, short_tokens, repeat, error, test, edit, recency); see
+    /// docs/strategies.md.
     #[arg(long, value_name = "K=V,...", value_parser = parse_weights)]
     pub weights: Option<Weights>,
 
@@ -115,6 +124,16 @@ pub struct Weights {
     /// Score of a short message (at most `short_tokens` content tokens), whatever its role.
     pub short: f64,
     pub short_tokens: f64,
+    /// Score of a single message that also appears, identical, elsewhere in the document (a
+    /// framework's nudge, a repeated reminder), whatever its role.
+    pub repeat: f64,
+    /// Added when a result reports an error (an error flag, a non-zero exit status, an error
+    /// line).
+    pub error: f64,
+    /// Added when tests are run or a result reports a test outcome.
+    pub test: f64,
+    /// Added when a call edits or creates a file.
+    pub edit: f64,
     /// Added in proportion to recency: 0 for the oldest unit, `recency` for the newest.
     pub recency: f64,
 }
@@ -129,10 +148,17 @@ impl Default for Weights {
             other: 1.0,
             short: 0.5,
             short_tokens: 8.0,
+            repeat: 0.25,
+            error: 1.5,
+            test: 1.5,
+            edit: 1.5,
             recency: 2.0,
         }
     }
 }
+
+/// The keys of `--weights`, in the order the docs list them.
+pub const WEIGHT_KEYS: &str = "user, exchange, assistant, system, other, short, short_tokens, repeat, error, test, edit, recency";
 
 pub fn parse_weights(s: &str) -> Result<Weights, String> {
     let mut w = Weights::default();
@@ -155,12 +181,12 @@ pub fn parse_weights(s: &str) -> Result<Weights, String> {
             "other" => &mut w.other,
             "short" => &mut w.short,
             "short_tokens" => &mut w.short_tokens,
+            "repeat" => &mut w.repeat,
+            "error" => &mut w.error,
+            "test" => &mut w.test,
+            "edit" => &mut w.edit,
             "recency" => &mut w.recency,
-            other => {
-                return Err(format!(
-                    "unknown weight '{other}' (user, exchange, assistant, system, other, short, short_tokens, recency)"
-                ));
-            }
+            other => return Err(format!("unknown weight '{other}' ({WEIGHT_KEYS})")),
         };
         *slot = v;
     }
@@ -178,10 +204,33 @@ pub struct Options {
     pub partial: bool,
     pub note: Option<String>,
     pub pins: PinOptions,
-    /// When the budget cannot be reached (and not --partial), remove every removable unit and
-    /// return the result over budget instead of failing: fit's truncate stage, whose protected
-    /// recent exchanges a later stage may still shrink.
+    /// The newest N tool exchanges are never removed (pinned ones and the newest unit count
+    /// among the N); 0 for the `truncate` command. `fit` protects its `--keep` newest exchanges
+    /// while it removes old units, and then removes the rest with 0.
+    pub protect_recent_exchanges: usize,
+    /// When removing every removable unit (and, with `partial`, cutting) still leaves the
+    /// document over budget, return that document instead of failing with [`CannotFit`]: its
+    /// `tokens_after` is then over the budget, and a later stage takes the rest. Still fails
+    /// when the output could not start with a user message (I7).
     pub best_effort: bool,
+}
+
+impl Default for Options {
+    /// `truncate`'s defaults, with a budget of 0.
+    fn default() -> Options {
+        Options {
+            budget: 0,
+            keep_last: None,
+            strategy: Strategy::Oldest,
+            keep_first: 2,
+            weights: Weights::default(),
+            partial: false,
+            note: None,
+            pins: PinOptions::default(),
+            protect_recent_exchanges: 0,
+            best_effort: false,
+        }
+    }
 }
 
 /// The result of truncating one document.
@@ -232,6 +281,7 @@ pub fn truncate_with(
         .map(|u| u.range().map(|m| count.messages[m].total()).sum())
         .collect();
     let pinned = conv.pinned_units(&opts.pins)?;
+    let protected = newest_exchanges(&conv, opts.protect_recent_exchanges);
     let unchanged = |doc: Document| Truncation {
         origins: (0..doc.messages().len()).map(Some).collect(),
         doc,
@@ -251,7 +301,7 @@ pub fn truncate_with(
         let mut seen = 0usize;
         let mut cut = false;
         for u in (0..n).rev() {
-            if pinned[u] {
+            if pinned[u] || protected[u] {
                 continue;
             }
             let c = conv.units[u]
@@ -278,11 +328,17 @@ pub fn truncate_with(
         return Ok(unchanged(doc));
     }
 
-    // The order in which removable units go.
+    // The order in which removable units go: with `oldest` and `importance`, older copies of
+    // repeated messages first (oldest first), then the strategy's order.
     let candidates: Vec<usize> = (0..n)
-        .filter(|&u| keep[u] && !pinned[u] && Some(u) != newest)
+        .filter(|&u| keep[u] && !pinned[u] && !protected[u] && Some(u) != newest)
         .collect();
-    let order: Vec<usize> = match opts.strategy {
+    let repeats = (opts.strategy != Strategy::Middle).then(|| Repeats::find(&conv, doc.messages()));
+    let (older_copies, candidates): (Vec<usize>, Vec<usize>) = match &repeats {
+        Some(r) => candidates.into_iter().partition(|&u| r.older_copy[u]),
+        None => (Vec::new(), candidates),
+    };
+    let by_strategy: Vec<usize> = match opts.strategy {
         Strategy::Oldest => candidates,
         Strategy::Middle => {
             let k = opts.keep_first.min(candidates.len());
@@ -293,15 +349,29 @@ pub fn truncate_with(
                 .collect()
         }
         Strategy::Importance => {
+            let repeated = |u: usize| repeats.as_ref().is_some_and(|r| r.repeated[u]);
             let mut scored: Vec<(f64, usize)> = candidates
                 .iter()
-                .map(|&u| (importance(&conv, u, n, &count.messages, &opts.weights), u))
+                .map(|&u| {
+                    let unit = Scored {
+                        signals: conv.units[u]
+                            .range()
+                            .map(|m| Signals::of_message(&doc.messages()[m]))
+                            .fold(Signals::default(), Signals::or),
+                        repeated: repeated(u),
+                    };
+                    (
+                        importance(&conv, u, n, &count.messages, &opts.weights, unit),
+                        u,
+                    )
+                })
                 .collect();
             scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             scored.into_iter().map(|(_, u)| u).collect()
         }
     };
-    let mut next = order.into_iter();
+    let order: Vec<usize> = older_copies.into_iter().chain(by_strategy).collect();
+    let mut next = order.iter().copied();
     let first_is_user = first_non_system_is_user(&conv, &(0..n).map(|_| true).collect::<Vec<_>>());
     let notes_cost = |keep: &[bool]| -> Result<usize> {
         match &opts.note {
@@ -347,7 +417,7 @@ pub fn truncate_with(
                         keep[u] = true;
                         total += unit_tokens[u];
                     }
-                    (None, Some(f)) if !pinned[f] && Some(f) != newest => {
+                    (None, Some(f)) if !pinned[f] && !protected[f] && Some(f) != newest => {
                         drop(f, &mut keep, &mut total)
                     }
                     _ => return Err(first_not_user(tokens_before, opts, &forced)),
@@ -370,18 +440,69 @@ pub fn truncate_with(
         }
     }
 
+    // `importance`: the last unit removed may have left room. Put back removed units that fit
+    // in it, the most important first (not with notes, whose cost would change with each gap).
+    // A unit that would come before the first kept one must start with a user message (I7);
+    // one held back for that is tried again once a user message before it is back.
+    if opts.strategy == Strategy::Importance && opts.note.is_none() && total <= budget {
+        let mut first = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
+        // Held back: unit -> its rank in the order of importance.
+        let mut held: BTreeMap<usize, usize> = BTreeMap::new();
+        let put_back = |u: usize, keep: &mut [bool], total: &mut usize| {
+            if keep[u] || forced[u] || *total + unit_tokens[u] > budget {
+                return false;
+            }
+            keep[u] = true;
+            *total += unit_tokens[u];
+            true
+        };
+        for (rank, &u) in order.iter().rev().enumerate() {
+            let becomes_first =
+                conv.units[u].kind != UnitKind::System && first.is_none_or(|f| u < f);
+            if becomes_first && first_is_user && !starts_with_user(&conv, u) {
+                if !keep[u] {
+                    held.insert(u, rank);
+                }
+                continue;
+            }
+            if put_back(u, &mut keep, &mut total) && becomes_first {
+                first = Some(u);
+                let mut retry: Vec<(usize, usize)> = held
+                    .split_off(&u)
+                    .into_iter()
+                    .map(|(h, r)| (r, h))
+                    .collect();
+                retry.sort_unstable();
+                for (_, h) in retry {
+                    put_back(h, &mut keep, &mut total);
+                }
+            }
+        }
+    }
+
+    // Best effort, over budget: the output must still start with a user message (I7), so put
+    // back the nearest removed unit that starts with one, whatever it costs.
+    if total > budget && opts.best_effort && first_is_user {
+        total -= notes_total;
+        while !first_non_system_is_user(&conv, &keep) {
+            let f = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
+            let readd = (0..f.unwrap_or(n))
+                .rev()
+                .find(|&u| !keep[u] && !forced[u] && starts_with_user(&conv, u));
+            let Some(u) = readd else { break };
+            keep[u] = true;
+            total += unit_tokens[u];
+        }
+        notes_total = notes_cost(&keep)?;
+        total += notes_total;
+    }
+
     let dialect = doc.dialect;
     let mut doc = doc;
     let mut messages = std::mem::take(doc.messages_mut());
     // (message, tokens before, tokens after, original) for each message cut by --partial.
     let mut partial: Vec<(usize, usize, usize, Value)> = Vec::new();
-    if total > budget && !opts.partial && opts.best_effort {
-        // Over budget with every removable unit gone: the first non-system message must still
-        // be a user message (I7), or this is no better than failing.
-        if first_is_user && !first_non_system_is_user(&conv, &keep) {
-            return Err(first_not_user(tokens_before, opts, &forced));
-        }
-    } else if total > budget {
+    if total > budget && (opts.partial || !opts.best_effort) {
         if !opts.partial {
             return Err(cannot_fit(
                 tokens_before,
@@ -438,7 +559,7 @@ pub fn truncate_with(
                 partial[i].2 = after;
             }
         }
-        if total > budget {
+        if total > budget && !opts.best_effort {
             return Err(cannot_fit(
                 tokens_before,
                 opts.budget,
@@ -593,19 +714,31 @@ fn first_non_system_is_user(conv: &Conversation, keep: &[bool]) -> bool {
         .is_some_and(|u| starts_with_user(conv, u))
 }
 
-/// Importance of a unit (higher is kept longer).
+/// What a unit's importance reads besides its kind and size.
+#[derive(Clone, Copy, Debug, Default)]
+struct Scored {
+    signals: Signals,
+    /// A single message that appears, identical, elsewhere in the document.
+    repeated: bool,
+}
+
+/// Importance of a unit (higher is kept longer): a base for its kind, plus a bonus for each
+/// signal it shows (error, test, edit), plus recency.
 fn importance(
     conv: &Conversation,
     u: usize,
     n: usize,
     messages: &[crate::counter::MessageTokens],
     w: &Weights,
+    s: Scored,
 ) -> f64 {
     let unit = conv.units[u];
     let content: usize = unit.range().map(|m| messages[m].content).sum();
     let base = match unit.kind {
         UnitKind::ToolExchange => w.exchange,
+        UnitKind::System if s.repeated => w.repeat,
         UnitKind::System => w.system,
+        UnitKind::Single if s.repeated => w.repeat,
         UnitKind::Single if (content as f64) <= w.short_tokens => w.short,
         UnitKind::Single => match conv.messages[unit.start].role {
             Role::User => w.user,
@@ -613,12 +746,128 @@ fn importance(
             _ => w.other,
         },
     };
+    let signals = [
+        (s.signals.error, w.error),
+        (s.signals.test, w.test),
+        (s.signals.edit, w.edit),
+    ]
+    .iter()
+    .filter(|(shown, _)| *shown)
+    .map(|(_, bonus)| bonus)
+    .sum::<f64>();
     let recency = if n > 1 {
         u as f64 / (n - 1) as f64
     } else {
         1.0
     };
-    base + w.recency * recency
+    base + signals + w.recency * recency
+}
+
+/// The newest `k` tool exchanges (pinned ones and the newest unit among them).
+fn newest_exchanges(conv: &Conversation, k: usize) -> Vec<bool> {
+    let mut out = vec![false; conv.units.len()];
+    for (u, _) in conv
+        .units
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, unit)| unit.kind == UnitKind::ToolExchange)
+        .take(k)
+    {
+        out[u] = true;
+    }
+    out
+}
+
+/// Units of one message that appear more than once, identical, in the document: same role,
+/// same `name` and the same `content` JSON (other fields, such as ids or timestamps a
+/// transcript may carry, are not compared). Tool exchanges never count: removing an older copy
+/// never splits a call from its result. Messages are hashed, so this is linear in the document.
+struct Repeats {
+    /// A newer unit holds the same message.
+    older_copy: Vec<bool>,
+    /// The message appears more than once (its newest copy included).
+    repeated: Vec<bool>,
+}
+
+impl Repeats {
+    fn find(conv: &Conversation, messages: &[Value]) -> Repeats {
+        let n = conv.units.len();
+        let mut older_copy = vec![false; n];
+        let mut repeated = vec![false; n];
+        let hasher = std::collections::hash_map::RandomState::new();
+        // For each hash, the newest unit of each distinct message with that hash.
+        let mut newest: HashMap<u64, Vec<usize>> = HashMap::new();
+        let key_of = |u: usize| {
+            let unit = conv.units[u];
+            (unit.kind != UnitKind::ToolExchange && unit.end == unit.start + 1)
+                .then(|| repeat_key(&messages[unit.start]))
+                .flatten()
+        };
+        for u in (0..n).rev() {
+            let Some(key) = key_of(u) else { continue };
+            let mut h = hasher.build_hasher();
+            key.0.hash(&mut h);
+            if let Some(name) = key.1 {
+                hash_value(name, &mut h);
+            }
+            hash_value(key.2, &mut h);
+            let same = newest.entry(h.finish()).or_default();
+            match same.iter().find(|&&r| key_of(r) == Some(key)) {
+                Some(&r) => {
+                    older_copy[u] = true;
+                    repeated[u] = true;
+                    repeated[r] = true;
+                }
+                None => same.push(u),
+            }
+        }
+        Repeats {
+            older_copy,
+            repeated,
+        }
+    }
+}
+
+/// What makes two messages the same: role, `name`, `content` (a message without content is
+/// never a repeat).
+fn repeat_key(m: &Value) -> Option<(&str, Option<&Value>, &Value)> {
+    let content = m.field("content").filter(|c| !c.is_null())?;
+    let role = m.field("role").and_then(Value::as_str)?;
+    Some((role, m.field("name"), content))
+}
+
+/// Hashes a JSON value (equal values hash equally; objects in their key order, so the same
+/// object written in another order is simply not recognised as a repeat).
+fn hash_value(v: &Value, h: &mut impl Hasher) {
+    match v {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => {
+            h.write_u8(1);
+            b.hash(h);
+        }
+        Value::Number(x) => {
+            h.write_u8(2);
+            x.to_string().hash(h);
+        }
+        Value::String(s) => {
+            h.write_u8(3);
+            s.hash(h);
+        }
+        Value::Array(items) => {
+            h.write_u8(4);
+            h.write_usize(items.len());
+            items.iter().for_each(|i| hash_value(i, h));
+        }
+        Value::Object(map) => {
+            h.write_u8(5);
+            h.write_usize(map.len());
+            for (k, x) in map {
+                k.hash(h);
+                hash_value(x, h);
+            }
+        }
+    }
 }
 
 /// Where notes go: (the kept unit a note comes before, or the unit count for the end; messages
@@ -787,6 +1036,7 @@ impl<'a> Runner<'a> {
             partial: self.args.partial,
             note: note_text(self.args.note, self.args.note_text.as_deref())?,
             pins: self.args.pin.pins(),
+            protect_recent_exchanges: 0,
             best_effort: false,
         };
         let t = truncate(p.doc, &counter, &count, &opts)?;
@@ -822,9 +1072,85 @@ mod tests {
     fn weights_parse_and_reject_unknown_keys() {
         let w = parse_weights("user=5, recency=0").unwrap();
         assert_eq!((w.user, w.recency, w.exchange), (5.0, 0.0, 2.0));
-        assert!(parse_weights("color=1").is_err());
+        let w = parse_weights("repeat=0.1,error=3,test=2,edit=1").unwrap();
+        assert_eq!((w.repeat, w.error, w.test, w.edit), (0.1, 3.0, 2.0, 1.0));
+        let err = parse_weights("color=1").unwrap_err();
+        for key in WEIGHT_KEYS.split(", ") {
+            assert!(err.contains(key), "{err} lists {key}");
+            assert!(parse_weights(&format!("{key}=1")).is_ok(), "{key}");
+        }
         assert!(parse_weights("user").is_err());
         assert!(parse_weights("user=NaN").is_err());
+    }
+
+    #[test]
+    fn default_scores_rank_errors_tests_and_edits_above_boilerplate() {
+        let w = Weights::default();
+        for signal in [w.error, w.test, w.edit] {
+            assert!(w.exchange + signal > w.user);
+        }
+        assert!(w.repeat < w.short && w.short < w.other);
+    }
+
+    fn conv(messages: &[Value]) -> Conversation {
+        Conversation::new(messages, Dialect::Openai)
+    }
+
+    #[test]
+    fn repeats_are_the_same_role_name_and_content() {
+        let nudge = "No tool calls found in the response.";
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]});
+        let result = json!({"role": "tool", "tool_call_id": "c1", "content": "a.txt"});
+        let messages = vec![
+            json!({"role": "user", "content": "task"}),
+            json!({"role": "user", "content": nudge}),
+            call.clone(),
+            result.clone(),
+            json!({"role": "user", "content": nudge, "id": "m4"}),
+            json!({"role": "user", "content": nudge, "name": "bot"}),
+            json!({"role": "assistant", "content": nudge}),
+            call,
+            result,
+            json!({"role": "assistant", "content": null}),
+            json!({"role": "assistant", "content": null}),
+            json!({"role": "user", "content": nudge, "id": "m11"}),
+        ];
+        let c = conv(&messages);
+        let r = Repeats::find(&c, &messages);
+        let unit = |m: usize| c.messages[m].unit;
+        let older: Vec<usize> = (0..messages.len())
+            .filter(|&m| c.units[unit(m)].start == m && r.older_copy[unit(m)])
+            .collect();
+        // Ids are not compared, a different `name` or role is another message, an exchange is
+        // never a repeat, a message without content never is.
+        assert_eq!(older, vec![1, 4]);
+        assert!(r.repeated[unit(11)] && !r.repeated[unit(5)] && !r.repeated[unit(6)]);
+        assert!(!r.repeated[unit(2)] && !r.repeated[unit(10)]);
+    }
+
+    #[test]
+    fn the_newest_exchanges_are_counted_from_the_end() {
+        let exchange = |id: &str| {
+            [
+                json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": id, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": id, "content": "ok"}),
+            ]
+        };
+        let mut messages = vec![json!({"role": "user", "content": "task"})];
+        messages.extend(exchange("a"));
+        messages.push(json!({"role": "assistant", "content": "between"}));
+        messages.extend(exchange("b"));
+        messages.extend(exchange("c"));
+        messages.push(json!({"role": "assistant", "content": "done"}));
+        let c = conv(&messages);
+        assert_eq!(
+            newest_exchanges(&c, 2),
+            vec![false, false, false, true, true, false]
+        );
+        assert_eq!(newest_exchanges(&c, 0), vec![false; 6]);
+        assert_eq!(newest_exchanges(&c, 9).iter().filter(|&&p| p).count(), 3);
     }
 
     #[test]
