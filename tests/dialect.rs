@@ -385,7 +385,7 @@ fn a_budget_over_the_window_minus_the_reserve_is_lowered_with_a_warning() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("warning: --trigger 95% (121600 tokens) is over what the 128000-token window of gpt-4o holds with 16384 tokens kept for the reply (the body's max_tokens): lowered to 111616"),
+        err.contains("warning: document 0: --trigger 95% (121600 tokens) is over what the 128000-token window of gpt-4o holds with 16384 tokens kept for the reply (the body's max_tokens): lowered to 111616"),
         "{err}"
     );
     let report: Value = err

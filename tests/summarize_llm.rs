@@ -1272,7 +1272,7 @@ fn a_summary_cut_short_by_the_server_is_reported() {
     );
     assert!(
         run.stderr
-            .contains("ctx: warning: the summarizer's reply was cut short"),
+            .contains("ctx: warning: document 0: the summarizer's reply was cut short"),
         "{}",
         run.stderr
     );
