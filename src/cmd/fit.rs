@@ -595,9 +595,11 @@ pub fn fit(
                 let mut o = opts.truncate.clone();
                 o.pins = pins;
                 o.partial = stage == Stage::Partial;
-                if stage == Stage::Truncate {
+                let later = &opts.stages[k + 1..];
+                if stage == Stage::Truncate && later.contains(&Stage::TruncateAll) {
                     // Old units go, but not the newest --keep tool exchanges: when that is not
-                    // enough, every other unit goes and the later stages take the rest.
+                    // enough, every other unit goes and the later stages take the rest. (With
+                    // no truncate-all after it, truncate removes whatever it must itself.)
                     o.protect_recent_exchanges = opts.prune.keep;
                     o.best_effort = true;
                 }
