@@ -1,0 +1,291 @@
+//! The retention benchmark of SPEC §7: what `ctx fit` keeps of long real agent trajectories,
+//! beside a naive baseline (drop the oldest messages until the rest fits) in the same run.
+//!
+//!   cargo build --release --bin ctx && cargo run --release --example retention
+//!   cargo run --release --example retention -- --ctx target/release/ctx FILE...
+//!
+//! Each trajectory's key facts are annotated by rule (facts.rs; docs/retention.md), then `ctx
+//! fit` is run at 50%, 25% and 10% of the trajectory's tokens and at 8,000 tokens, without and
+//! with `--summarize=extractive`, and naive drop-oldest at the same budgets. Printed per budget:
+//! facts retained overall and per category, the task kept, the newest tool result kept (in the
+//! runs where it fits in half the budget), budget utilization (tokens after / budget) and the
+//! runs that ended with exit 3. Deterministic: the same binary and files give the same table.
+
+mod facts;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use facts::{Category, annotate, drop_oldest, must_keep, retained};
+use serde_json::Value;
+
+/// The trajectories measured when no file is named (tests/corpus/README.md lists them).
+pub const DEFAULT_SET: &str = "bench/retention_set.txt";
+
+/// One budget level of the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Half,
+    Quarter,
+    Tenth,
+    Fixed8k,
+}
+
+impl Level {
+    const ALL: [Level; 4] = [Level::Half, Level::Quarter, Level::Tenth, Level::Fixed8k];
+
+    fn name(self) -> &'static str {
+        match self {
+            Level::Half => "50%",
+            Level::Quarter => "25%",
+            Level::Tenth => "10%",
+            Level::Fixed8k => "8000",
+        }
+    }
+
+    fn budget(self, tokens: usize) -> Option<usize> {
+        match self {
+            Level::Half => Some(tokens / 2),
+            Level::Quarter => Some(tokens / 4),
+            Level::Tenth => Some(tokens / 10),
+            Level::Fixed8k => (tokens > 8000).then_some(8000),
+        }
+    }
+}
+
+#[derive(Default, Clone)]
+struct Tally {
+    /// Feasible runs: the budget holds what ctx must keep (pinned messages, newest unit).
+    runs: usize,
+    /// Runs whose budget is below what ctx must keep (not in the figures below).
+    infeasible: usize,
+    /// Feasible runs that ended with exit 3 (counted as retaining nothing).
+    exit3: usize,
+    facts: BTreeMap<Category, (usize, usize)>,
+    task: (usize, usize),
+    newest: (usize, usize),
+    utilization: Vec<f64>,
+}
+
+impl Tally {
+    fn retention(&self) -> f64 {
+        let (k, n) = self
+            .facts
+            .values()
+            .fold((0, 0), |(a, b), (k, n)| (a + k, b + n));
+        pct(k, n)
+    }
+}
+
+fn pct(k: usize, n: usize) -> f64 {
+    if n == 0 { 100.0 } else { 100.0 * k as f64 / n as f64 }
+}
+
+fn count(ctx: &Path, doc: &Value) -> usize {
+    let mut child = Command::new(ctx)
+        .args(["count", "--output", "total"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("ctx runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("piped");
+        stdin
+            .write_all(&serde_json::to_vec(doc).expect("JSON"))
+            .expect("ctx reads");
+    }
+    let out = child.wait_with_output().expect("ctx runs");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+/// Runs `ctx fit` at `budget`; `None` when it exits 3.
+fn fit(ctx: &Path, file: &Path, budget: usize, summarize: bool) -> Option<Value> {
+    let mut cmd = Command::new(ctx);
+    cmd.args(["fit", "-q", "--budget", &budget.to_string()]);
+    if summarize {
+        cmd.arg("--summarize=extractive");
+    }
+    let out = cmd.arg(file).output().expect("ctx runs");
+    match out.status.code() {
+        Some(0) => Some(serde_json::from_slice(&out.stdout).expect("fit writes JSON")),
+        Some(3) => None,
+        c => panic!(
+            "ctx fit {} --budget {budget}: exit {c:?}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut ctx = PathBuf::from("target/release/ctx");
+    let mut files: Vec<PathBuf> = Vec::new();
+    while let Some(a) = args.next() {
+        if a == "--ctx" {
+            ctx = PathBuf::from(args.next().expect("--ctx PATH"));
+        } else {
+            files.push(PathBuf::from(a));
+        }
+    }
+    if files.is_empty() {
+        let list = std::fs::read_to_string(DEFAULT_SET).expect("bench/retention_set.txt");
+        files = list
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(PathBuf::from)
+            .collect();
+    }
+    let configs = ["naive", "fit", "fit+summarize"];
+    let mut tallies: BTreeMap<(Level, &str), Tally> = BTreeMap::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("readable trajectory");
+        let doc: Value = serde_json::from_str(&text).expect("JSON trajectory");
+        let ann = annotate(&doc);
+        let tokens = count(&ctx, &doc);
+        let floor = count(&ctx, &must_keep(&doc));
+        let newest_tokens = ann.newest.as_ref().map(|o| {
+            count(
+                &ctx,
+                &serde_json::json!([{"role": "user", "content": o.text}]),
+            )
+        });
+        let mut by_category: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in &ann.facts {
+            *by_category.entry(f.category.name()).or_default() += 1;
+        }
+        eprintln!(
+            "# {}: {tokens} tokens, must keep {floor}, facts {by_category:?}",
+            file.display(),
+        );
+        if std::env::var_os("RETENTION_FACTS").is_some() {
+            for f in &ann.facts {
+                let short: String = f.text.chars().take(100).collect();
+                eprintln!("#   {}: {short:?}", f.category.name());
+            }
+        }
+        for level in Level::ALL {
+            let Some(budget) = level.budget(tokens) else {
+                continue;
+            };
+            for config in configs {
+                if floor > budget {
+                    tallies.entry((level, config)).or_default().infeasible += 1;
+                    continue;
+                }
+                let output = match config {
+                    "naive" => Some(drop_oldest(&doc, |d| count(&ctx, d) <= budget)),
+                    "fit" => fit(&ctx, file, budget, false),
+                    _ => fit(&ctx, file, budget, true),
+                };
+                let t = tallies.entry((level, config)).or_default();
+                t.runs += 1;
+                let Some(output) = output else {
+                    t.exit3 += 1;
+                    for f in &ann.facts {
+                        t.facts.entry(f.category).or_default().1 += 1;
+                    }
+                    continue;
+                };
+                let kept = retained(&ann.facts, &output);
+                for (f, k) in ann.facts.iter().zip(&kept) {
+                    let e = t.facts.entry(f.category).or_default();
+                    e.0 += usize::from(*k);
+                    e.1 += 1;
+                }
+                let text = facts::output_text(&output);
+                if let Some(task) = ann.facts.iter().find(|f| f.category == Category::Task) {
+                    t.task.1 += 1;
+                    t.task.0 += usize::from(text.contains(&task.text));
+                }
+                if let (Some(o), Some(n)) = (&ann.newest, newest_tokens) {
+                    if n <= budget / 2 {
+                        t.newest.1 += 1;
+                        t.newest.0 += usize::from(text.contains(&o.text));
+                    }
+                }
+                t.utilization
+                    .push(count(&ctx, &output) as f64 / budget as f64 * 100.0);
+            }
+        }
+    }
+    print_table(&tallies, files.len());
+}
+
+fn print_table(tallies: &BTreeMap<(Level, &str), Tally>, files: usize) {
+    println!("{files} trajectories; facts retained (%), by budget and method\n");
+    print!("| budget | method | runs | infeasible | retained |");
+    for c in Category::ALL {
+        print!(" {} |", c.name());
+    }
+    println!(" task kept | newest kept | utilization | exit 3 |");
+    print!("|---|---|---|---|---|");
+    for _ in Category::ALL {
+        print!("---|");
+    }
+    println!("---|---|---|---|");
+    let mut overall: BTreeMap<&str, Tally> = BTreeMap::new();
+    for ((level, config), t) in tallies {
+        print!(
+            "| {} | {} | {} | {} | {:.1} |",
+            level.name(),
+            config,
+            t.runs,
+            t.infeasible,
+            t.retention()
+        );
+        for c in Category::ALL {
+            let (k, n) = t.facts.get(&c).copied().unwrap_or((0, 0));
+            print!(" {:.1} |", pct(k, n));
+        }
+        let util = if t.utilization.is_empty() {
+            0.0
+        } else {
+            t.utilization.iter().sum::<f64>() / t.utilization.len() as f64
+        };
+        println!(
+            " {:.0}% | {}/{} | {:.1}% | {} |",
+            pct(t.task.0, t.task.1),
+            t.newest.0,
+            t.newest.1,
+            util,
+            t.exit3
+        );
+        let o = overall.entry(config).or_default();
+        o.runs += t.runs;
+        o.infeasible += t.infeasible;
+        o.exit3 += t.exit3;
+        for (c, (k, n)) in &t.facts {
+            let e = o.facts.entry(*c).or_default();
+            e.0 += k;
+            e.1 += n;
+        }
+        o.task.0 += t.task.0;
+        o.task.1 += t.task.1;
+        o.newest.0 += t.newest.0;
+        o.newest.1 += t.newest.1;
+        o.utilization.extend(&t.utilization);
+    }
+    println!();
+    for (config, t) in &overall {
+        let util = t.utilization.iter().sum::<f64>() / t.utilization.len().max(1) as f64;
+        println!(
+            "{config}: {} runs ({} infeasible), retained {:.1}%, task {:.0}%, newest {}/{} ({:.0}%), utilization {:.1}%, exit 3: {}",
+            t.runs,
+            t.infeasible,
+            t.retention(),
+            pct(t.task.0, t.task.1),
+            t.newest.0,
+            t.newest.1,
+            pct(t.newest.0, t.newest.1),
+            util,
+            t.exit3
+        );
+    }
+}
