@@ -293,7 +293,7 @@ pub fn is_outcome_line(line: &str) -> bool {
         || lower.starts_with("failed (")
         || lower.starts_with("test result:")
         || lower.starts_with("tests:")
-        || (l.contains("::") && (l.contains(" PASSED") || l.contains(" FAILED")))
+        || (l.contains("::") && l.contains(" FAILED"))
         || l.starts_with("FAILED ")
         || l.starts_with("--- FAIL")
         || l.starts_with("--- PASS")
