@@ -548,7 +548,11 @@ fn collect(v: &Value, out: &mut String) {
             }
         }
         Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
-        Value::Object(o) => o.values().for_each(|x| collect(x, out)),
+        // Block and part types are not text (and would split a multi-part text).
+        Value::Object(o) => o
+            .iter()
+            .filter(|(k, v)| !(k.as_str() == "type" && v.is_string()))
+            .for_each(|(_, x)| collect(x, out)),
         _ => {}
     }
 }
