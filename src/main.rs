@@ -103,18 +103,12 @@ fn main() -> ExitCode {
         },
         Command::Check(args) => {
             let r = cmd::check::Runner::new(args, &env);
-            filter(&args.input, &args.output, None, &[], |o, v| {
-                r.process(o, v)
-            })
+            filter(&args.input, &args.output, None, &[], |o, v| r.process(o, v))
         }
         Command::Prune(args) => match cmd::prune::Runner::new(args, &env) {
-            Ok(r) => filter(
-                &args.input,
-                &args.output,
-                Some(&args.side),
-                &[],
-                |o, v| r.process(o, v),
-            ),
+            Ok(r) => filter(&args.input, &args.output, Some(&args.side), &[], |o, v| {
+                r.process(o, v)
+            }),
             Err(e) => fail(&e),
         },
         Command::Summarize(args) => match cmd::summarize::Runner::new(args, &env) {
@@ -138,13 +132,9 @@ fn main() -> ExitCode {
             Err(e) => fail(&e),
         },
         Command::Truncate(args) => match cmd::truncate::Runner::new(args, &env) {
-            Ok(r) => filter(
-                &args.input,
-                &args.output,
-                Some(&args.side),
-                &[],
-                |o, v| r.process(o, v),
-            ),
+            Ok(r) => filter(&args.input, &args.output, Some(&args.side), &[], |o, v| {
+                r.process(o, v)
+            }),
             Err(e) => fail(&e),
         },
     };

@@ -397,12 +397,7 @@ fn oldest_order(doc: &Document, protect: usize) -> (Vec<usize>, Vec<usize>, Conv
 const NUDGES: &str = "tests/data/truncate_shell_agent_nudges.json";
 
 fn nudges() -> Document {
-    Document::parse(
-        read_json(std::path::Path::new(NUDGES)),
-        None,
-        ctx::settings::Settings::is_claude,
-    )
-    .unwrap()
+    Document::parse(read_json(std::path::Path::new(NUDGES)), None).unwrap()
 }
 
 fn truncated(doc: &Document, opts: &Options) -> Truncation {

@@ -1,6 +1,6 @@
 //! Running the retention benchmark: each method at each budget level on each trajectory, and
 //! what survived. Shared by `examples/retention` and `tests/retention.rs`.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::print_stdout)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -121,7 +121,11 @@ impl Tally {
 }
 
 pub fn pct(k: usize, n: usize) -> f64 {
-    if n == 0 { 100.0 } else { 100.0 * k as f64 / n as f64 }
+    if n == 0 {
+        100.0
+    } else {
+        100.0 * k as f64 / n as f64
+    }
 }
 
 pub fn count(ctx: &Path, doc: &Value) -> usize {
@@ -180,7 +184,7 @@ pub fn measure(
         let floor = count(ctx, &must_keep(&doc));
         let newest_tokens = ann.newest.as_ref().map(|o| {
             count(
-                &ctx,
+                ctx,
                 &serde_json::json!([{"role": "user", "content": o.text}]),
             )
         });

@@ -134,12 +134,14 @@ fn tool_results(m: &Value) -> Vec<String> {
 }
 
 fn only_tool_results(m: &Value) -> bool {
-    m.get("content").and_then(Value::as_array).is_some_and(|parts| {
-        !parts.is_empty()
-            && parts
-                .iter()
-                .all(|p| p.get("type").and_then(Value::as_str) == Some("tool_result"))
-    })
+    m.get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|parts| {
+            !parts.is_empty()
+                && parts
+                    .iter()
+                    .all(|p| p.get("type").and_then(Value::as_str) == Some("tool_result"))
+        })
 }
 
 /// The actions of an assistant message: tool-call arguments (their string values, and the
@@ -239,7 +241,9 @@ pub fn is_error_line(line: &str) -> bool {
             (name.ends_with("Error") || name.ends_with("Exception"))
                 && name.len() > 5
                 && name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
         })
     });
     if exception {
@@ -361,7 +365,10 @@ fn named_open_file(text: &str) -> Option<String> {
         let path = l
             .strip_prefix("[File: ")
             .and_then(|r| r.split_once(" (").map(|(p, _)| p))
-            .or_else(|| l.strip_prefix("(Open file: ").and_then(|r| r.strip_suffix(')')));
+            .or_else(|| {
+                l.strip_prefix("(Open file: ")
+                    .and_then(|r| r.strip_suffix(')'))
+            });
         if let Some(p) = path {
             if p != "n/a" && !p.is_empty() {
                 found = Some(p.to_string());
@@ -429,8 +436,7 @@ pub fn annotate(doc: &Value) -> Annotation {
             for text in tool_results(m) {
                 observations.push(Observation { message: i, text });
             }
-        } else if role(m) == "user" && Some(i) != task && first_assistant.is_some_and(|a| i > a)
-        {
+        } else if role(m) == "user" && Some(i) != task && first_assistant.is_some_and(|a| i > a) {
             observations.push(Observation {
                 message: i,
                 text: content_text(m.get("content").unwrap_or(&Value::Null)),
@@ -484,7 +490,10 @@ pub fn annotate(doc: &Value) -> Annotation {
             for p in parts {
                 if p.get("type").and_then(Value::as_str) == Some("tool_use") {
                     let name = p.get("name").and_then(Value::as_str).unwrap_or("");
-                    calls.push((name.to_string(), p.get("input").cloned().unwrap_or_default()));
+                    calls.push((
+                        name.to_string(),
+                        p.get("input").cloned().unwrap_or_default(),
+                    ));
                 }
             }
         }
@@ -582,7 +591,9 @@ pub fn must_keep(doc: &Value) -> Value {
     let kept: Vec<Value> = ms
         .iter()
         .enumerate()
-        .filter(|(i, m)| matches!(role(m), "system" | "developer") || Some(*i) == task || *i >= newest)
+        .filter(|(i, m)| {
+            matches!(role(m), "system" | "developer") || Some(*i) == task || *i >= newest
+        })
         .map(|(_, m)| m.clone())
         .collect();
     match doc {

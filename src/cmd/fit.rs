@@ -402,10 +402,7 @@ pub fn fit(
         let before = st.total();
         // Only truncate can fail and let a later stage go on from the same document, so only
         // then, and only when a stage follows, is the document copied.
-        let may_fail = matches!(
-            stage,
-            Stage::Truncate | Stage::TruncateAll | Stage::Partial
-        );
+        let may_fail = matches!(stage, Stage::Truncate | Stage::TruncateAll | Stage::Partial);
         let doc = if may_fail && k + 1 < opts.stages.len() {
             st.doc.clone()
         } else {
@@ -462,7 +459,8 @@ pub fn fit(
                     _ => {}
                 }
                 let mut doc = Some(doc);
-                let (mut cleared, mut clipped, mut shortened) = (Vec::new(), Vec::new(), Vec::new());
+                let (mut cleared, mut clipped, mut shortened) =
+                    (Vec::new(), Vec::new(), Vec::new());
                 for (pass, max) in limits.into_iter().enumerate() {
                     if pass > 0 && st.total() <= budget {
                         break;
@@ -473,7 +471,9 @@ pub fn fit(
                             // marker and framing), but never keeps more than the limit allows.
                             let excess = st.total().saturating_sub(budget) + CLIP_MARGIN;
                             let largest = st.count.messages.iter().map(|m| m.content).max();
-                            largest.map_or(limit, |l| l.saturating_sub(excess)).max(limit)
+                            largest
+                                .map_or(limit, |l| l.saturating_sub(excess))
+                                .max(limit)
                         } else {
                             max
                         };
@@ -490,7 +490,8 @@ pub fn fit(
                         shortened.extend(r.shortened.iter().map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a})));
                     }
                     if !r.thinking.is_empty() {
-                        report["thinking"] = r.thinking.iter().map(|&i| st.input_index(i)).collect();
+                        report["thinking"] =
+                            r.thinking.iter().map(|&i| st.input_index(i)).collect();
                     }
                     let origins = (0..r.doc.messages().len()).map(Some).collect();
                     st.advance(counter, r.doc, origins, r.dropped, &r.recounted)?;
