@@ -236,6 +236,11 @@ fn approx_count(text: &str) -> usize {
         }
         if class.is_alphanumeric() {
             word.len += 1;
+            word.kinds |= match class {
+                Class::Lower => 1,
+                Class::Upper => 2,
+                _ => 4,
+            };
         }
         last = class;
         last_char = c;
@@ -328,19 +333,24 @@ impl Segment {
 }
 
 /// A run of ASCII letters and digits: ids and hashes that keep switching between lower case,
-/// capitals and digits (every four characters or more often) cost close to a token a character
+/// capitals and digits (every six characters or more often), or mix all three, cost close to a
+/// token a character
 /// (0.85), whatever their pieces say.
 #[derive(Default)]
 struct Word {
     cost: usize,
     len: usize,
     switches: usize,
+    /// Which of lower case, capitals and digits it holds (bits 1, 2, 4).
+    kinds: u8,
 }
 
 impl Word {
     fn close(&mut self) -> usize {
         let w = std::mem::take(self);
-        if w.len >= 8 && w.switches * 4 >= w.len {
+        // Random ids (`toolu_01VPTLXLFuQTTtprw3ivgh18`, `call_TURGCug0TIGwh`) mix all three
+        // kinds, or switch often.
+        if w.len >= 8 && (w.switches * 6 >= w.len || w.kinds == 7) {
             w.cost.max(w.len * APPROX_UNIT * 17 / 20)
         } else {
             w.cost

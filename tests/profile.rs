@@ -115,7 +115,7 @@ fn flags_beat_the_profile_and_keys_apply_where_the_flag_exists() {
     let report: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
     assert_eq!(report["budget"], 500);
     assert_eq!(
-        report["stopped_at"], "truncate",
+        report["stopped_at"], "truncate-all",
         "the excluded tools were not cleared"
     );
     assert!(

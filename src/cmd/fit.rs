@@ -522,8 +522,11 @@ pub fn fit(
                     .filter(|&i| pinned[i])
                     .map(|i| st.count.messages[i].total())
                     .sum();
+                // The summary is bounded by --max-summary-tokens and by what the kept messages
+                // leave; a quarter of the budget is room enough for one that says something.
+                let summary_room = s.max_summary_tokens().min(budget / 4);
                 let room = budget.saturating_sub(
-                    st.count.fixed() + pinned_tokens + s.max_summary_tokens() + SUMMARY_FRAME,
+                    st.count.fixed() + pinned_tokens + summary_room + SUMMARY_FRAME,
                 );
                 let mut used = 0;
                 let mut recent = 0;
