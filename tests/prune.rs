@@ -121,8 +121,13 @@ fn check_all(doc: &Document, opts: &Options) -> Result<(), TestCaseError> {
             shortened_from(a, b)?;
         }
     }
-    let again = run(&out, opts)?;
-    prop_assert_eq!(again.value(), out.value(), "prune is idempotent");
+    // Idempotence is a property of outputs (SPEC §2 I6). With a budget prune cannot reach, the
+    // command exits 3 and writes nothing, and a second pass over the library's best effort may
+    // still clear a result whose call the first pass shortened.
+    if opts.budget.is_none_or(|b| tokens(&out) as u64 <= b) {
+        let again = run(&out, opts)?;
+        prop_assert_eq!(again.value(), out.value(), "prune is idempotent");
+    }
     Ok(())
 }
 
