@@ -29,7 +29,8 @@ pub enum Role {
 }
 
 impl Role {
-    fn parse(v: Option<&Value>) -> Role {
+    /// The role of a message's `role` value.
+    pub fn parse(v: Option<&Value>) -> Role {
         match v.and_then(Value::as_str) {
             Some("system") => Role::System,
             Some("developer") => Role::Developer,
