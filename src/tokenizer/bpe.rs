@@ -292,7 +292,20 @@ impl Ranks {
     /// The same merges with a heap of candidate pairs keyed by (rank, start), so that the lowest
     /// rank and, among equals, the leftmost pair comes first: O(n log n) where the scan is
     /// O(n²). Leaves the parts in `scratch` (see `Scratch::heap_parts`) and returns how many.
+    #[inline(never)]
     fn merge_heap(&self, piece: &[u8], scratch: &mut Scratch) -> usize {
+        self.merge_heap_here(piece, scratch)
+    }
+
+    /// `merge_heap` for `merge_windows`. (A copy of its own: with a second caller, the merge
+    /// that counting uses is compiled into 1.4% more instructions on CJK text.)
+    #[inline(never)]
+    fn merge_window(&self, piece: &[u8], scratch: &mut Scratch) -> usize {
+        self.merge_heap_here(piece, scratch)
+    }
+
+    #[inline(always)]
+    fn merge_heap_here(&self, piece: &[u8], scratch: &mut Scratch) -> usize {
         let n = piece.len();
         let Scratch {
             end,
@@ -382,6 +395,8 @@ impl Ranks {
     /// share, so the whole never merges across x or y either. When two windows share no
     /// boundary (no text tried has done that), the piece is merged again with windows four
     /// times as large, up to the whole piece.
+    #[cold]
+    #[inline(never)]
     fn merge_windows(
         &self,
         piece: &[u8],
@@ -396,13 +411,6 @@ impl Ranks {
             if let Some(out) = out.as_deref_mut() {
                 out.clear();
             }
-            if n <= window {
-                let parts = self.merge_heap(piece, scratch);
-                if let Some(out) = out.as_deref_mut() {
-                    out.extend(scratch.heap_parts(n).map(|(_, e)| e));
-                }
-                break parts;
-            }
             // `prev`: the previous window's boundaries after this window's start, up to its end.
             prev.clear();
             let mut parts = 0;
@@ -410,10 +418,11 @@ impl Ranks {
             // The previous window: a window with the same bytes (every window of a run of one
             // character) has the same parts, which `scratch` still holds.
             let mut last = 0..0;
+            let mut last_parts = 0;
             loop {
                 let e = (s + window).min(n);
                 if piece[s..e] != piece[last.clone()] {
-                    self.merge_heap(&piece[s..e], scratch);
+                    last_parts = self.merge_window(&piece[s..e], scratch);
                     last = s..e;
                 }
                 // From y on, this window's parts are the piece's (see above).
@@ -440,13 +449,10 @@ impl Ranks {
                     }
                 }
                 if e == n {
-                    for (_, end) in scratch.heap_parts(n - s) {
-                        parts += 1;
-                        if let Some(out) = out.as_deref_mut() {
-                            out.push(s + end);
-                        }
+                    if let Some(out) = out.as_deref_mut() {
+                        out.extend(scratch.heap_parts(n - s).map(|(_, end)| s + end));
                     }
-                    break 'windows parts;
+                    break 'windows parts + last_parts;
                 }
                 // The next window starts at the last boundary at or before `e - overlap`.
                 let limit = (e - overlap - s).max(y);
