@@ -29,8 +29,7 @@ pub enum Role {
 }
 
 impl Role {
-    /// The role of a message's `role` value.
-    pub fn parse(v: Option<&Value>) -> Role {
+    fn parse(v: Option<&Value>) -> Role {
         match v.and_then(Value::as_str) {
             Some("system") => Role::System,
             Some("developer") => Role::Developer,

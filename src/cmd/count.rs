@@ -10,9 +10,8 @@ use anyhow::Result;
 use serde_json::{Map, Value, json};
 
 use super::{Env, InputArgs, Outcome, OutputArgs, prepare};
-use crate::conversation::{Conversation, Role};
+use crate::conversation::Conversation;
 use crate::counter::Counter;
-use crate::document::Field;
 use crate::input::Origin;
 use crate::output::render;
 use crate::settings::{Budget, ModelArgs, read_tools_file};
@@ -102,10 +101,7 @@ impl<'a> Runner<'a> {
             .transpose()?;
         let over = budget.is_some_and(|b| tokens > b);
 
-        // The conversation model serves only --per-message's tool names: on a long document
-        // it costs more memory per message than the counts do.
-        let convo =
-            (self.args.per_message).then(|| Conversation::new(p.doc.messages(), p.doc.dialect));
+        let convo = Conversation::new(p.doc.messages(), p.doc.dialect);
         let mut breakdown = (count.system, 0usize, 0usize, count.priming);
         let mut by_role: Map<String, Value> = Map::new();
         let mut add_role = |role: &str, n: usize| {
@@ -116,17 +112,16 @@ impl<'a> Runner<'a> {
             add_role("system", count.system);
         }
         let mut per_message = Vec::new();
-        for (i, (m, mt)) in p.doc.messages().iter().zip(&count.messages).enumerate() {
-            let role = Role::parse(m.field("role"));
-            if role.is_system() {
+        for (i, (m, mt)) in convo.messages.iter().zip(&count.messages).enumerate() {
+            if m.role.is_system() {
                 breakdown.0 += mt.content;
             } else {
                 breakdown.1 += mt.content;
             }
             breakdown.3 += mt.overhead;
-            add_role(role.name(), mt.total());
-            if let Some(convo) = &convo {
-                let mut e = json!({"index": i, "role": role.name(), "tokens": mt.total()});
+            add_role(m.role.name(), mt.total());
+            if self.args.per_message {
+                let mut e = json!({"index": i, "role": m.role.name(), "tokens": mt.total()});
                 let tools = convo.tool_names(i);
                 if !tools.is_empty() {
                     e["tools"] = json!(tools);
