@@ -5,10 +5,14 @@
 //!
 //! Files: `chat_20k.json` (a 20 KB tool-using chat), `session_10k.json` (a 10,000-message agent
 //! session), `batch.jsonl` (about 100 MB of JSON Lines conversations), `text_*.txt` (prose, code,
-//! JSON tool output and CJK, about 1 MB each, for counting throughput), and `run_*.json` (a
-//! one-message document holding a 1 MB run of one character or of whitespace).
+//! JSON tool output and CJK, about 1 MB each, for counting throughput), `run_*.json` (a
+//! one-message document holding a 1 MB run of one character or of whitespace), `run16m_*.json`
+//! and `run64m_*.json` (one-message documents of 16 and 64 MiB that are one run of a letter,
+//! spaces, newlines, digits or a CJK character, for peak memory), and `messages_*.json` (bare
+//! arrays of 1, 100,000 and 1,000,000 tiny messages, for the memory each message costs).
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -291,6 +295,53 @@ fn main() -> std::io::Result<()> {
     ] {
         let doc = json!([{"role": "user", "content": text}]);
         write(name, &serde_json::to_vec(&doc).unwrap())?;
+    }
+
+    // Documents of 16 and 64 MiB (a little under: a whole number of characters) that are one
+    // user message holding one run, written as it is streamed rather than built in memory.
+    for mib in [16, 64] {
+        for (kind, unit) in [
+            ("a", "a"),
+            ("spaces", " "),
+            ("newlines", "\\n"),
+            ("digits", "7"),
+            ("cjk", "中"),
+        ] {
+            let (head, tail) = (r#"[{"role":"user","content":""#, r#""}]"#);
+            let units = ((mib << 20) - head.len() - tail.len()) / unit.len();
+            let file = std::fs::File::create(dir.join(format!("run{mib}m_{kind}.json")))?;
+            let mut out = std::io::BufWriter::new(file);
+            out.write_all(head.as_bytes())?;
+            let block = unit.repeat(4096);
+            for _ in 0..units / 4096 {
+                out.write_all(block.as_bytes())?;
+            }
+            out.write_all(unit.repeat(units % 4096).as_bytes())?;
+            out.write_all(tail.as_bytes())?;
+            out.flush()?;
+        }
+    }
+
+    // Tiny messages, alternately the user's and the assistant's.
+    for (name, n) in [
+        ("messages_1.json", 1),
+        ("messages_100k.json", 100_000),
+        ("messages_1m.json", 1_000_000),
+    ] {
+        let mut doc = Vec::with_capacity(n * 34 + 2);
+        doc.push(b'[');
+        for i in 0..n {
+            if i > 0 {
+                doc.push(b',');
+            }
+            doc.extend_from_slice(if i % 2 == 0 {
+                br#"{"role":"user","content":"hi"}"#
+            } else {
+                br#"{"role":"assistant","content":"ok"}"#
+            });
+        }
+        doc.push(b']');
+        write(name, &doc)?;
     }
     Ok(())
 }

@@ -200,31 +200,55 @@ pub fn clip_start(enc: Encoding, text: &str, max_tokens: usize) -> Result<Option
     Ok(Some(best))
 }
 
-/// One clipping job: the text's char offsets and the numbers every candidate needs.
+/// Chars between two entries of a `Clipper`'s offset table.
+const STRIDE: usize = 64;
+
+/// One clipping job: where the text's chars are and the numbers every candidate needs.
 struct Clipper<'a> {
     enc: Encoding,
     text: &'a str,
-    /// Byte offset of every char, plus `text.len()` at the end.
-    offsets: Vec<usize>,
+    /// Byte offset of every `STRIDE`th char: a table of every char's offset would take eight
+    /// times a megabyte-long text's own size.
+    every: Vec<usize>,
+    chars: usize,
     total: usize,
     max_tokens: usize,
 }
 
 impl<'a> Clipper<'a> {
     fn new(enc: Encoding, text: &'a str, total: usize, max_tokens: usize) -> Self {
-        let mut offsets: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-        offsets.push(text.len());
+        let mut every = Vec::new();
+        let mut chars = 0;
+        for (i, _) in text.char_indices() {
+            if chars % STRIDE == 0 {
+                every.push(i);
+            }
+            chars += 1;
+        }
         Clipper {
             enc,
             text,
-            offsets,
+            every,
+            chars,
             total,
             max_tokens,
         }
     }
 
     fn chars(&self) -> usize {
-        self.offsets.len() - 1
+        self.chars
+    }
+
+    /// The byte offset of char `k` (`text.len()` for `k == chars()`).
+    fn offset(&self, k: usize) -> usize {
+        if k >= self.chars {
+            return self.text.len();
+        }
+        let start = self.every[k / STRIDE];
+        match self.text[start..].char_indices().nth(k % STRIDE) {
+            Some((i, _)) => start + i,
+            None => self.text.len(),
+        }
     }
 
     /// The clipped text keeping about `keep` chars (fewer after snapping), if it fits the budget.
@@ -245,10 +269,10 @@ impl<'a> Clipper<'a> {
         if chars == 0 {
             return 0;
         }
-        let end = self.offsets[chars];
-        let start = self.offsets[chars.saturating_sub(SNAP_WINDOW)];
+        let end = self.offset(chars);
+        let start = self.offset(chars.saturating_sub(SNAP_WINDOW));
         // Include the first dropped char: a break right at the cut is the best cut.
-        let region = &self.text[start..self.offsets[(chars + 1).min(self.chars())]];
+        let region = &self.text[start..self.offset((chars + 1).min(self.chars()))];
         if let Some(i) = region.rfind('\n') {
             let cut = start + i;
             return if cut > 0 && self.text.as_bytes()[cut - 1] == b'\r' {
@@ -272,10 +296,10 @@ impl<'a> Clipper<'a> {
             return self.text.len();
         }
         let first = n - chars;
-        let start = self.offsets[first];
+        let start = self.offset(first);
         // Include the last dropped char: a break right before the cut is the best cut.
-        let from = self.offsets[first.saturating_sub(1)];
-        let region = &self.text[from..self.offsets[(first + SNAP_WINDOW).min(n)]];
+        let from = self.offset(first.saturating_sub(1));
+        let region = &self.text[from..self.offset((first + SNAP_WINDOW).min(n))];
         if let Some(i) = region.find('\n') {
             return (from + i + 1).max(start);
         }

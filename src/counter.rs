@@ -216,6 +216,7 @@ impl<'a> Counter<'a> {
             exact &= acc.exact;
         }
         out.notes = notes;
+        out.messages.reserve_exact(doc.messages().len());
         for (i, m) in doc.messages().iter().enumerate() {
             let mt = self
                 .message(m, &mut out.notes)

@@ -1364,6 +1364,90 @@ fn a_megabyte_of_one_letter_or_digit() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Memory on megabyte-long runs of one character (SPEC §6)
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `ctx ARGS -j 1` with `input` on stdin in an address space of at most `limit` bytes
+/// (`ulimit -v`). An address space holds more than the memory in use: the binary and its
+/// libraries (about 30 MB for a debug build), and every thread's stack and malloc arena, hence
+/// one thread.
+fn ctx_within(limit: usize, args: &[&str], input: Vec<u8>) -> Run {
+    let what = format!("ctx {} -j 1 (ulimit -v {} KB)", args.join(" "), limit >> 10);
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {} && exec \"$0\" \"$@\" -j 1",
+            limit >> 10
+        ))
+        .arg(env!("CARGO_BIN_EXE_ctx"))
+        .args(args)
+        .env_remove("CTX_MODEL")
+        .env_remove("CTX_PROFILE")
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    let writer = feed(&mut child, input);
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
+    let code = wait(&mut child, &what);
+    writer.join().expect("stdin writer");
+    let stdout = out.join().expect("stdout reader");
+    let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
+    Run {
+        code,
+        stdout,
+        stderr,
+        what,
+    }
+}
+
+/// SPEC §6: peak memory at most 3× the document plus 30 MB, for single-message documents of one
+/// character too. Counting a 16 MB run once took 350 MB (the merge kept 20 to 25 bytes per byte
+/// of the run), and clipping one kept 8 more bytes per character.
+#[test]
+fn an_8_megabyte_run_of_one_character_stays_within_three_times_its_size() {
+    let size = 8 * MB;
+    // SPEC's bound on memory in use, and room for what else the address space holds (a debug
+    // build needs 55 to 65 MB in all for these documents).
+    let limit = 3 * size + 30 * MB + 40 * MB;
+    for unit in ["a", " ", "\n", "中"] {
+        let escaped = serde_json::to_string(unit).expect("serialise").len() - 2;
+        let doc = json!([user(json!(unit.repeat((size - 40) / escaped)))]);
+        let input = jsonl([&doc]);
+        assert!(input.len() <= size);
+        for args in [
+            &["count"][..],
+            &["prune"],
+            &[
+                "truncate",
+                "--budget",
+                "1000",
+                "--partial",
+                "--no-keep-task",
+            ],
+            &["fit", "--budget", "1000", "--partial", "--no-keep-task"],
+        ] {
+            let run = ctx_within(limit, args, input.clone());
+            run.assert_robust();
+            assert_eq!(run.code(), 0, "{unit:?}: {}", run.context());
+            let out = &run.docs()[0];
+            match args[0] {
+                "count" => assert!(out["tokens"].as_u64().is_some_and(|t| t > 1000)),
+                "prune" => assert_eq!(out, &doc),
+                _ => assert!(
+                    out[0]["content"]
+                        .as_str()
+                        .is_some_and(|c| c.len() < 100_000)
+                ),
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Errors: one line each, nothing on stdout for the failing document, the stream goes on
 // ---------------------------------------------------------------------------------------------
 

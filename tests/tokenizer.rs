@@ -373,6 +373,32 @@ proptest! {
     }
 }
 
+/// Pieces longer than ctx's merge window (64 KB), of words run together, whose parts change
+/// near any cut: ctx merges them a window at a time and must still match the reference token
+/// for token.
+#[test]
+fn pieces_longer_than_a_merge_window_encode_like_the_reference() {
+    let syllables = [
+        "th", "e", "re", "in", "an", "er", "on", "at", "ing", "tion", "s", "ou", "ee", "ab", "x",
+    ];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut text = String::new();
+    while text.len() < 300_000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        text.push_str(syllables[(x >> 33) as usize % syllables.len()]);
+    }
+    for encoding in [
+        Encoding::O200kBase,
+        Encoding::Cl100kBase,
+        Encoding::R50kBase,
+    ] {
+        assert_eq!(encoding.pieces(&text).len(), 1);
+        assert_same(encoding, &text);
+    }
+}
+
 /// The reference's byte-pair merges with no pre-tokenizer: the pattern takes the whole text as
 /// one piece (a pattern without look-around, which fancy-regex hands to the regex crate, so it
 /// does not recurse).
