@@ -125,7 +125,13 @@ fn main() -> ExitCode {
             Ok(r) => filter(
                 &args.input,
                 &args.output,
-                Some(&args.side),
+                // --dry-run reports what it would do: to --report FILE, else to stderr.
+                Some(&cmd::SideArgs {
+                    report: args.side.report.clone().or_else(|| {
+                        args.dry_run.then(|| std::path::PathBuf::from("-"))
+                    }),
+                    dropped: args.side.dropped.clone(),
+                }),
                 &r.notes(),
                 |o, v| r.process(o, v),
             ),

@@ -93,6 +93,11 @@ pub struct Args {
     #[arg(long)]
     pub partial: bool,
 
+    /// Report what would be done (to --report FILE, else to stderr as a JSON line, with what
+    /// each stage cleared, clipped, shortened and removed) and write the input unchanged.
+    #[arg(long)]
+    pub dry_run: bool,
+
     /// prune stage: most recent tool results kept verbatim.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub keep: usize,
@@ -725,6 +730,11 @@ impl<'a> Runner<'a> {
             seen
         };
         let summarizer = if stages.contains(&Stage::Summarize) {
+            if args.dry_run && args.summarize == Some(Engine::Llm) {
+                bail!(
+                    "--dry-run with --summarize=llm would call the server; preview with --summarize=extractive"
+                );
+            }
             Some(Summarizer::new(
                 &args.summary,
                 args.summarize.unwrap_or(Engine::Auto),
@@ -806,7 +816,7 @@ impl<'a> Runner<'a> {
             shorten_args: args.shorten_args,
             trigger,
             stages: self.stages.clone(),
-            details: args.side.report.is_some(),
+            details: args.side.report.is_some() || args.dry_run,
             prune: prune::Options {
                 keep: args.keep,
                 placeholder: args.placeholder.clone(),
@@ -844,6 +854,7 @@ impl<'a> Runner<'a> {
                 task: None,
             },
         };
+        let input = args.dry_run.then(|| p.doc.value().clone());
         let f = fit(p.doc, &counter, count, &opts, self.summarizer.as_ref())?;
         if f.stages.iter().any(|s| s["summary_truncated"] == true) {
             warnings.push(summarize::TRUNCATED_SUMMARY.to_string());
@@ -867,6 +878,17 @@ impl<'a> Runner<'a> {
             "stages": f.stages,
             "stopped_at": stopped_at,
         });
+        if let Some(input) = input {
+            let mut report = report;
+            report["dry_run"] = json!(true);
+            return Ok(Outcome {
+                stdout: render(&input, args.output.compact),
+                code: 0,
+                warnings,
+                report: Some(report),
+                dropped: Vec::new(),
+            });
+        }
         Ok(Outcome {
             stdout: render(&f.doc.into_value(), args.output.compact),
             code: 0,
