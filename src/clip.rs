@@ -571,6 +571,11 @@ fn push_value(out: &mut String, var: Var, fill: &Fill) {
         Var::Salient => fill.salient.into(),
     };
     let max = var.max_chars();
+    let one_line = |b: &u8| *b == b'\r' || (*b == b'\n' && !var.is_multi_line());
+    if value.len() <= max && !value.as_bytes().iter().any(one_line) {
+        out.push_str(&value); // At most `max` bytes, so at most `max` chars, nothing to replace.
+        return;
+    }
     for (k, c) in value.chars().enumerate() {
         if k + 1 == max && value.chars().nth(max).is_some() {
             out.push('…');

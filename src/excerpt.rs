@@ -9,10 +9,12 @@
 //! linear in its size and no more memory than a few lines.
 
 use std::collections::VecDeque;
+use std::sync::LazyLock;
 
 use anyhow::Result;
+use memchr::memmem::{Finder, FinderRev};
 
-use crate::clip::{Fill, Template};
+use crate::clip::{Fill, Template, Var};
 use crate::tokenizer::Encoding;
 
 /// The most tokens the variable parts may bring a placeholder to: lines are left out (least
@@ -99,7 +101,18 @@ pub fn placeholder(
     is_error: bool,
     tokens: usize,
 ) -> Result<Placeholder> {
-    let ex = excerpt(text, is_error);
+    // The lines are read only when the template shows them; the status is always reported.
+    let ex = if [Var::Head, Var::Tail, Var::Salient]
+        .iter()
+        .any(|&v| template.has(v))
+    {
+        excerpt(text, is_error)
+    } else {
+        Excerpt {
+            status: status_of(exit_status(text), is_error),
+            ..Excerpt::default()
+        }
+    };
     let status = ex
         .status
         .as_deref()
@@ -162,10 +175,8 @@ enum Drop {
 
 /// Reads an output once: its status, head, tail and salient lines.
 pub fn excerpt(text: &str, is_error: bool) -> Excerpt {
-    // Lines at the two ends (for the exit status), the first and last shown lines, and the
-    // newest candidates of each salient kind: a bounded amount, whatever the output's size.
-    let mut first: Vec<&str> = Vec::new();
-    let mut last: VecDeque<&str> = VecDeque::new();
+    // The first and last shown lines and the newest candidates of each salient kind: a bounded
+    // amount, whatever the output's size.
     let mut head: Option<(usize, &str)> = None;
     let mut tail: Option<(usize, &str)> = None;
     let mut outcome: Option<(usize, &str)> = None;
@@ -176,13 +187,6 @@ pub fn excerpt(text: &str, is_error: bool) -> Excerpt {
         if t.is_empty() {
             continue;
         }
-        if first.len() < STATUS_LINES {
-            first.push(t);
-        }
-        if last.len() == STATUS_LINES {
-            last.pop_front();
-        }
-        last.push_back(t);
         if !is_status_only(t) && !is_tag_only(t) && !is_prompt(t) && !is_number(t) {
             head.get_or_insert((i, t));
             tail = Some((i, t));
@@ -199,18 +203,7 @@ pub fn excerpt(text: &str, is_error: bool) -> Excerpt {
             None => {}
         }
     }
-    let exit = first
-        .iter()
-        .chain(last.iter())
-        .filter_map(|l| exit_in_line(l))
-        .next_back();
-    let status = match exit {
-        Some(Exit::Code(0)) if !is_error => Some("exit code 0".to_string()),
-        Some(Exit::Code(0)) | None if is_error => Some("failed".to_string()),
-        Some(Exit::Code(n)) => Some(format!("failed (exit code {n})")),
-        Some(Exit::NotFound) => Some("failed (command not found)".to_string()),
-        None => None,
-    };
+    let status = status_of(exit_status(text), is_error);
     let head_line = head.map(|(i, t)| (i, clip_line(t, LINE_CHARS)));
     let tail_line = tail
         .filter(|(i, _)| Some(*i) != head.map(|h| h.0))
@@ -249,9 +242,24 @@ pub fn excerpt(text: &str, is_error: bool) -> Excerpt {
     }
 }
 
+/// What `{status}` says of an exit status and an error flag.
+fn status_of(exit: Option<Exit>, is_error: bool) -> Option<String> {
+    match exit {
+        Some(Exit::Code(0)) if !is_error => Some("exit code 0".to_string()),
+        Some(Exit::Code(0)) | None if is_error => Some("failed".to_string()),
+        Some(Exit::Code(n)) => Some(format!("failed (exit code {n})")),
+        Some(Exit::NotFound) => Some("failed (command not found)".to_string()),
+        None => None,
+    }
+}
+
 /// The line with control chars as spaces, clipped to `max` chars (ending in `…` when clipped).
 pub fn clip_line(line: &str, max: usize) -> String {
     let line = line.trim();
+    // A line of at most `max` bytes has at most `max` chars.
+    if line.len() <= max && !line.chars().any(|c| c.is_control() && c != '\t') {
+        return line.to_string();
+    }
     let mut out = String::new();
     for (k, c) in line.chars().enumerate() {
         if k == max {
@@ -269,16 +277,28 @@ pub fn clip_line(line: &str, max: usize) -> String {
 /// The exit status written in an output (searched in its first and last non-empty lines, the
 /// last one found winning), if any.
 pub fn exit_status(text: &str) -> Option<Exit> {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let n = lines.len();
-    let ends = lines[..n.min(STATUS_LINES)]
+    let (first, last) = end_lines(text);
+    first
         .iter()
-        .chain(&lines[n.saturating_sub(STATUS_LINES).max(n.min(STATUS_LINES))..]);
-    ends.filter_map(|l| exit_in_line(l)).next_back()
+        .chain(last.iter())
+        .filter_map(|l| exit_in_line(l))
+        .next_back()
+}
+
+/// The first and last [`STATUS_LINES`] non-empty lines of a text, trimmed, in one pass.
+fn end_lines(text: &str) -> (Vec<&str>, VecDeque<&str>) {
+    let mut first = Vec::new();
+    let mut last = VecDeque::new();
+    for t in text.lines().map(str::trim).filter(|t| !t.is_empty()) {
+        if first.len() < STATUS_LINES {
+            first.push(t);
+        }
+        if last.len() == STATUS_LINES {
+            last.pop_front();
+        }
+        last.push_back(t);
+    }
+    (first, last)
 }
 
 /// Words after which an exit status is written.
@@ -297,9 +317,19 @@ const EXIT_WORDS: &[&str] = &[
 /// The last exit status written in one line (its two ends only).
 fn exit_in_line(line: &str) -> Option<Exit> {
     let lower = ends(line, STATUS_WINDOW).to_ascii_lowercase();
+    let finders = &*FINDERS;
+    // Every word holds one of these: most lines are ruled out in three scans.
+    if finders
+        .exit_or_return
+        .iter()
+        .all(|f| f.find(lower.as_bytes()).is_none())
+        && finders.not_found.rfind(lower.as_bytes()).is_none()
+    {
+        return None;
+    }
     let mut found: Option<(usize, Exit)> = None;
-    for word in EXIT_WORDS {
-        for (at, _) in lower.match_indices(word) {
+    for (word, finder) in EXIT_WORDS.iter().zip(&finders.exit_words) {
+        for at in finder.find_iter(lower.as_bytes()) {
             let rest = lower[at + word.len()..]
                 .trim_start_matches([' ', '\t', ':', '=', '"', '\'', '>'])
                 .trim_start_matches("is ");
@@ -320,13 +350,44 @@ fn exit_in_line(line: &str) -> Option<Exit> {
             }
         }
     }
-    if let Some(at) = lower.rfind("command not found") {
+    if let Some(at) = finders.not_found.rfind(lower.as_bytes()) {
         if found.is_none_or(|(p, _)| at >= p) {
             found = Some((at, Exit::NotFound));
         }
     }
     found.map(|(_, e)| e)
 }
+
+/// Substring searchers built once: a line is searched for many words, and building a searcher
+/// costs more than searching a short line.
+struct Finders {
+    exit_or_return: [Finder<'static>; 2],
+    exit_words: Vec<Finder<'static>>,
+    not_found: FinderRev<'static>,
+    error_inside: Vec<Finder<'static>>,
+}
+
+static FINDERS: LazyLock<Finders> = LazyLock::new(|| Finders {
+    exit_or_return: [Finder::new("exit"), Finder::new("return")],
+    exit_words: EXIT_WORDS.iter().map(Finder::new).collect(),
+    not_found: FinderRev::new("command not found"),
+    error_inside: ERROR_INSIDE.iter().map(Finder::new).collect(),
+});
+
+/// Words inside a line that mark it as an error (lowercase). `error: ` needs something after
+/// it: `except OSError as error:` is code, not an error.
+const ERROR_INSIDE: &[&str] = &[
+    ": error ",
+    "error: ",
+    "error[",
+    "[error]",
+    "fatal:",
+    "panicked at",
+    "command not found",
+    "no such file or directory",
+    "permission denied",
+    "segmentation fault",
+];
 
 /// A line that says only the exit status (`<returncode>1</returncode>`, `[The command completed
 /// with exit code 1.]`, `Exit code: 1`): what `{status}` already shows.
@@ -414,21 +475,10 @@ pub fn classify(line: &str) -> Option<Salient> {
     .any(|w| word_at_start(w))
         || lower.starts_with("--- fail")
         || lower.starts_with("segmentation fault");
-    // `error: ` with something after it: `except OSError as error:` is code, not an error.
-    let error_inside = [
-        ": error ",
-        "error: ",
-        "error[",
-        "[error]",
-        "fatal:",
-        "panicked at",
-        "command not found",
-        "no such file or directory",
-        "permission denied",
-        "segmentation fault",
-    ]
-    .iter()
-    .any(|w| lower.contains(w));
+    let error_inside = FINDERS
+        .error_inside
+        .iter()
+        .any(|f| f.find(lower.as_bytes()).is_some());
     (error_start || error_inside).then_some(Salient::Error)
 }
 
@@ -454,19 +504,21 @@ fn is_outcome(t: &str) -> bool {
     if s.starts_with("Tests:") || s.starts_with("Test Suites:") {
         return true; // jest
     }
-    // `3 failed, 12 passed in 0.5s`, `5 passed; 0 failed`, `2 passing`.
+    // `3 failed, 12 passed in 0.5s`, `5 passed; 0 failed`, `2 passing`: a count, then the word.
     const COUNTED: &[&str] = &[
-        " passed", " failed", " failing", " passing", " errors", " error", " skipped",
+        "passed", "failed", "failing", "passing", "errors", "error", "skipped",
     ];
-    COUNTED.iter().any(|w| {
-        s.match_indices(w).any(|(at, _)| {
-            let counted = s[..at].ends_with(|c: char| c.is_ascii_digit());
-            let word_ends = s[at + w.len()..]
-                .chars()
-                .next()
-                .is_none_or(|c| !c.is_ascii_alphanumeric());
-            counted && word_ends
-        })
+    let b = s.as_bytes();
+    memchr::memchr_iter(b' ', b).any(|i| {
+        i > 0
+            && b[i - 1].is_ascii_digit()
+            && COUNTED.iter().any(|w| {
+                s[i + 1..].starts_with(w)
+                    && s[i + 1 + w.len()..]
+                        .chars()
+                        .next()
+                        .is_none_or(|c| !c.is_ascii_alphanumeric())
+            })
     })
 }
 

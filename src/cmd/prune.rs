@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use super::{CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare};
 use crate::args::{short_form, shorten};
-use crate::clip::{DEFAULT_PLACEHOLDER, Template, clip_middle};
+use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
 use crate::conversation::{Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::{Dialect, Document, Field};
@@ -401,6 +401,7 @@ pub fn prune_with(
         let args = r
             .call_args
             .as_ref()
+            .filter(|_| template.has(Var::Args))
             .and_then(|(c, p)| at(&messages[*c], p))
             .map(short_form)
             .unwrap_or_default();
