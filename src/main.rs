@@ -127,9 +127,11 @@ fn main() -> ExitCode {
                 &args.output,
                 // --dry-run reports what it would do: to --report FILE, else to stderr.
                 Some(&cmd::SideArgs {
-                    report: args.side.report.clone().or_else(|| {
-                        args.dry_run.then(|| std::path::PathBuf::from("-"))
-                    }),
+                    report: args
+                        .side
+                        .report
+                        .clone()
+                        .or_else(|| args.dry_run.then(|| std::path::PathBuf::from("-"))),
                     dropped: args.side.dropped.clone(),
                 }),
                 &r.notes(),
