@@ -406,8 +406,16 @@ pub fn fit(
         }
         let before = st.total();
         // Only truncate can fail and let a later stage go on from the same document, so only
-        // then, and only when a stage follows, is the document copied.
-        let may_fail = matches!(stage, Stage::Truncate | Stage::TruncateAll | Stage::Partial);
+        // then, and only when a stage follows, is the document copied. The truncate stage that
+        // a truncate-all follows removes what it can instead of failing (best effort), which
+        // cannot fail while the task is pinned (the output then starts with it, I7).
+        let best_effort = stage == Stage::Truncate
+            && opts.stages[k + 1..].contains(&Stage::TruncateAll);
+        let may_fail = match stage {
+            Stage::Truncate => !best_effort || opts.prune.pins.no_keep_task,
+            Stage::TruncateAll | Stage::Partial => true,
+            _ => false,
+        };
         let doc = if may_fail && k + 1 < opts.stages.len() {
             st.doc.clone()
         } else {
@@ -604,8 +612,7 @@ pub fn fit(
                 let mut o = opts.truncate.clone();
                 o.pins = pins;
                 o.partial = stage == Stage::Partial;
-                let later = &opts.stages[k + 1..];
-                if stage == Stage::Truncate && later.contains(&Stage::TruncateAll) {
+                if best_effort {
                     // Old units go, but not the newest --keep tool exchanges: when that is not
                     // enough, every other unit goes and the later stages take the rest. (With
                     // no truncate-all after it, truncate removes whatever it must itself.)
