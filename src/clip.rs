@@ -75,24 +75,30 @@ pub fn clip_middle(enc: Encoding, text: &str, max_tokens: usize) -> Result<Optio
     let clipper = Clipper::new(enc, text, total, max_tokens);
     // `text` is over budget, so it is not empty; keep at least one char out.
     let max_keep = clipper.chars() - 1;
-    let mut best = bare; // the candidate for keeping 0 chars, known to fit
+    let best = bare; // the candidate for keeping 0 chars, known to fit
     if max_keep == 0 {
         return Ok(Some(best));
     }
+    largest_fit(best, max_keep, max_tokens, |keep| clipper.candidate(keep)).map(Some)
+}
 
-    // Gallop up from a guess of one char per token until a keep size fails, then bisect between
-    // the last size that fitted (`lo`) and the first that did not (`hi`).
-    let mut lo = 0;
-    let mut hi = max_keep + 1;
-    let mut probe = max_tokens.clamp(1, max_keep);
-    loop {
-        match clipper.candidate(probe)? {
+/// The candidate for the most chars kept, up to `max_keep`, where `candidate(keep)` is the text
+/// keeping about `keep` chars if it fits (fitting is monotone in `keep`) and `best` the one known
+/// to fit for 0. Gallops up from a guess of one char per token (`guess`) until a size fails, then
+/// bisects: O(log n) candidates.
+fn largest_fit(
+    mut best: String,
+    max_keep: usize,
+    guess: usize,
+    candidate: impl Fn(usize) -> Result<Option<String>>,
+) -> Result<String> {
+    let (mut lo, mut hi) = (0, max_keep + 1);
+    let mut probe = guess.clamp(1, max_keep.max(1));
+    while lo < max_keep {
+        match candidate(probe)? {
             Some(fits) => {
                 best = fits;
                 lo = probe;
-                if probe == max_keep {
-                    break;
-                }
                 probe = probe.saturating_mul(2).min(max_keep);
             }
             None => {
@@ -103,7 +109,7 @@ pub fn clip_middle(enc: Encoding, text: &str, max_tokens: usize) -> Result<Optio
     }
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        match clipper.candidate(mid)? {
+        match candidate(mid)? {
             Some(fits) => {
                 best = fits;
                 lo = mid;
@@ -111,7 +117,7 @@ pub fn clip_middle(enc: Encoding, text: &str, max_tokens: usize) -> Result<Optio
             None => hi = mid,
         }
     }
-    Ok(Some(best))
+    Ok(best)
 }
 
 /// What a cut argument value ends with: `"… [ctx: 1,234 chars cut]"`.
@@ -165,39 +171,12 @@ pub fn clip_start(enc: Encoding, text: &str, max_tokens: usize) -> Result<Option
         let s = format!("{head}{}", cut_marker(cut));
         Ok((enc.count(&s)? <= max_tokens).then_some(s))
     };
-    let Some(mut best) = candidate(0)? else {
+    let Some(best) = candidate(0)? else {
         let bare = cut_marker(n);
         return Ok((enc.count(&bare)? < total).then_some(bare));
     };
     // `text` is over budget, so it is not empty; keep at least one char out.
-    let max_keep = n - 1;
-    let (mut lo, mut hi) = (0, max_keep + 1);
-    let mut probe = max_tokens.clamp(1, max_keep.max(1));
-    // Gallop up from a guess of one char per token until a size fails, then bisect.
-    while lo < max_keep {
-        match candidate(probe)? {
-            Some(fits) => {
-                best = fits;
-                lo = probe;
-                probe = probe.saturating_mul(2).min(max_keep);
-            }
-            None => {
-                hi = probe;
-                break;
-            }
-        }
-    }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        match candidate(mid)? {
-            Some(fits) => {
-                best = fits;
-                lo = mid;
-            }
-            None => hi = mid,
-        }
-    }
-    Ok(Some(best))
+    largest_fit(best, n - 1, max_tokens, candidate).map(Some)
 }
 
 /// Chars between two entries of a `Clipper`'s offset table.

@@ -409,8 +409,8 @@ pub fn fit(
         // then, and only when a stage follows, is the document copied. The truncate stage that
         // a truncate-all follows removes what it can instead of failing (best effort), which
         // cannot fail while the task is pinned (the output then starts with it, I7).
-        let best_effort = stage == Stage::Truncate
-            && opts.stages[k + 1..].contains(&Stage::TruncateAll);
+        let best_effort =
+            stage == Stage::Truncate && opts.stages[k + 1..].contains(&Stage::TruncateAll);
         let may_fail = match stage {
             Stage::Truncate => !best_effort || opts.prune.pins.no_keep_task,
             Stage::TruncateAll | Stage::Partial => true,
