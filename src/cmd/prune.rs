@@ -23,16 +23,15 @@ use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
 use crate::conversation::{Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::{Dialect, Document, Field};
-use crate::excerpt::placeholder;
+use crate::excerpt::{MAX_PLACEHOLDER_TOKENS, placeholder};
 use crate::input::Origin;
 use crate::output::render;
 use crate::settings::{Budget, ModelArgs, read_tools_file};
 
 /// The default `--min-saving`: a result is cleared only when that saves at least this many
-/// tokens. About 2.5 times the largest default placeholder (80 tokens), so clearing always pays
-/// for the lines the placeholder cannot keep; a result under about 250 tokens (a short error, a
-/// test summary, a few lines of a file) is worth more to the next turn than what clearing it
-/// would save.
+/// tokens, counted against the placeholder's bound (80 tokens): a result under 280 tokens (a
+/// short error, a test summary, a few lines of a file) is worth more to the next turn than what
+/// clearing it would save.
 pub const DEFAULT_MIN_SAVING: usize = 200;
 
 /// Clear old tool results (and optionally old reasoning), keeping every message and id.
@@ -390,7 +389,12 @@ pub fn prune_with(
                 at_mut(&mut messages[m], &r.pointer).expect("located"),
             )?,
         };
-        if cost == 0 || cost < opts.min_saving {
+        // The saving is measured against the placeholder's bound, not against how this
+        // output's lines happen to render: the decision then only grows with the result's size,
+        // so a result a run leaves (or clips, or whose call it shortens) is left by the next
+        // run too (idempotence, SPEC §2 I6).
+        let bound = opts.min_saving.saturating_add(MAX_PLACEHOLDER_TOKENS);
+        if cost == 0 || cost < bound {
             continue; // Clearing cannot save enough.
         }
         let value = at(&messages[m], &r.pointer).expect("located");
@@ -407,7 +411,12 @@ pub fn prune_with(
             .unwrap_or_default();
         let p = placeholder(&template, enc, &r.tool, &args, &text, r.is_error, cost)?;
         let saving = cost.saturating_sub(p.tokens);
-        if saving == 0 || saving < opts.min_saving {
+        if saving == 0
+            || cost
+                < opts
+                    .min_saving
+                    .saturating_add(p.tokens.max(MAX_PLACEHOLDER_TOKENS))
+        {
             continue; // Not worth what the output holds beyond its placeholder.
         }
         save(&mut originals, &messages, m);
