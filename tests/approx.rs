@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use common::{corpus_files, read_json};
 use ctx::counter::{Counter, Notes};
 use ctx::document::Document;
-use ctx::settings::{ModelArgs, Settings};
+use ctx::settings::Settings;
 use ctx::tokenizer::Encoding;
 use serde_json::Value;
 
@@ -61,19 +61,7 @@ fn texts<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
 }
 
 fn settings(doc: &Document, encoding: Encoding) -> Settings {
-    let args = ModelArgs {
-        encoding: Some(encoding),
-        image_size: (1024, 1024),
-        ..Default::default()
-    };
-    Settings::resolve(
-        &args,
-        doc.body_model(),
-        None,
-        doc.dialect,
-        None,
-        &mut Vec::new(),
-    )
+    common::settings_with(doc, Some(encoding))
 }
 
 #[test]

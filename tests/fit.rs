@@ -248,15 +248,32 @@ fn check_all_as(
     }
     // When only prune stages ran (whatever the order of --stages), no message is removed.
     let only_pruned = !stages.is_empty()
-        && stages
-            .iter()
-            .all(|s| matches!(s["stage"].as_str(), Some("prune" | "clip" | "prune-all")));
+        && stages.iter().all(|s| {
+            matches!(
+                s["stage"].as_str(),
+                Some("prune" | "clip" | "args" | "prune-all")
+            )
+        });
     if only_pruned {
         prop_assert_eq!(
             out.messages().len(),
             doc.messages().len(),
             "pruning alone keeps every message"
         );
+    }
+    // No stage before partial touches the newest unit (the output the model just asked for):
+    // it ends the output unchanged.
+    let partial_ran = stages.iter().any(|s| s["stage"] == "partial");
+    if !partial_ran && opts.prune.thinking == Thinking::Keep {
+        let conv = Conversation::new(doc.messages(), doc.dialect);
+        if let Some(u) = conv.units.last() {
+            let newest = &doc.messages()[u.range()];
+            let n = out.messages().len();
+            prop_assert!(
+                n >= newest.len() && &out.messages()[n - newest.len()..] == newest,
+                "the newest unit was changed"
+            );
+        }
     }
     // Nothing is lost: every input message is in the output unchanged, or in --dropped with
     // its original text.

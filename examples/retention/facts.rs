@@ -596,6 +596,11 @@ pub fn must_keep(doc: &Value) -> Value {
         })
         .map(|(_, m)| m.clone())
         .collect();
+    with_messages(doc, kept)
+}
+
+/// `doc` with `kept` as its messages (a body keeps its other keys).
+fn with_messages(doc: &Value, kept: Vec<Value>) -> Value {
     match doc {
         Value::Object(o) => {
             let mut o = o.clone();
@@ -624,14 +629,7 @@ pub fn drop_oldest(doc: &Value, fits: impl Fn(&Value) -> bool) -> Value {
             .filter(|(i, _)| system.contains(i) || others[drop..].contains(i))
             .map(|(_, m)| m.clone())
             .collect();
-        match doc {
-            Value::Object(o) => {
-                let mut o = o.clone();
-                o.insert("messages".into(), Value::Array(kept));
-                Value::Object(o)
-            }
-            _ => Value::Array(kept),
-        }
+        with_messages(doc, kept)
     };
     // The fewest dropped that fits (counts shrink as messages go).
     let (mut lo, mut hi) = (0, others.len());

@@ -232,7 +232,13 @@ pub fn parse(v: Value, dialect: Dialect) -> Document {
 }
 
 pub fn settings_for(doc: &Document) -> Settings {
+    settings_with(doc, None)
+}
+
+/// The settings `doc` is counted with, with `encoding` instead of the model's when given.
+pub fn settings_with(doc: &Document, encoding: Option<ctx::tokenizer::Encoding>) -> Settings {
     let args = ModelArgs {
+        encoding,
         image_size: (1024, 1024),
         ..Default::default()
     };
