@@ -377,6 +377,16 @@ pub fn prune_with(
             continue;
         }
         let m = r.message;
+        // The saving is measured against the placeholder's bound, not against how this
+        // output's lines happen to render: the decision then only grows with the result's size,
+        // so a result a run leaves (or clips, or whose call it shortens) is left by the next
+        // run too (idempotence, SPEC §2 I6).
+        let bound = opts.min_saving.saturating_add(MAX_PLACEHOLDER_TOKENS);
+        // A result is part of its message: when the whole message is under the bound (its count
+        // is known), the result is not tokenized to find out.
+        if now.get(&m).copied().unwrap_or(count.messages[m]).total() < bound {
+            continue;
+        }
         let whole_message =
             dialect == Dialect::Openai && r.pointer == "/content" && !now.contains_key(&m);
         let cost = match at(&messages[m], &r.pointer) {
@@ -389,11 +399,6 @@ pub fn prune_with(
                 at_mut(&mut messages[m], &r.pointer).expect("located"),
             )?,
         };
-        // The saving is measured against the placeholder's bound, not against how this
-        // output's lines happen to render: the decision then only grows with the result's size,
-        // so a result a run leaves (or clips, or whose call it shortens) is left by the next
-        // run too (idempotence, SPEC §2 I6).
-        let bound = opts.min_saving.saturating_add(MAX_PLACEHOLDER_TOKENS);
         if cost == 0 || cost < bound {
             continue; // Clearing cannot save enough.
         }
