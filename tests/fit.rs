@@ -191,6 +191,15 @@ fn check_all_as(
             before as u64 > opts.trigger,
             "a document under its trigger failed"
         );
+        // A summary never turns a run that fits without it into exit 3.
+        if opts.stages.contains(&Stage::Summarize) {
+            let mut plain = clone_options(opts);
+            plain.stages.retain(|&s| s != Stage::Summarize);
+            prop_assert!(
+                run_as(doc, &plain, user_summaries)?.is_none(),
+                "fits without the summarize stage, exit 3 with it"
+            );
+        }
         return Ok(false);
     };
     let out = &f.doc;

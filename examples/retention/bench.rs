@@ -78,6 +78,13 @@ pub struct Tally {
     pub task: (usize, usize),
     pub newest: (usize, usize),
     pub utilization: Vec<f64>,
+    /// The summary-only measure, over the runs that summarized: of the facts read from the
+    /// summarized messages, (present in the summary, all), by category.
+    pub summary: BTreeMap<Category, (usize, usize)>,
+    /// Runs whose output holds a summary.
+    pub summarized: usize,
+    /// The summary's share of the budget, per run that summarized (%).
+    pub summary_share: Vec<f64>,
 }
 
 impl Tally {
@@ -101,6 +108,13 @@ impl Tally {
         self.newest.0 += other.newest.0;
         self.newest.1 += other.newest.1;
         self.utilization.extend(&other.utilization);
+        for (c, (k, n)) in &other.summary {
+            let e = self.summary.entry(*c).or_default();
+            e.0 += k;
+            e.1 += n;
+        }
+        self.summarized += other.summarized;
+        self.summary_share.extend(&other.summary_share);
     }
 
     /// Facts retained: the mean of the categories' shares, so that a trajectory with forty
@@ -149,16 +163,47 @@ pub fn count(ctx: &Path, doc: &Value) -> usize {
         .expect("a count")
 }
 
+/// What `ctx fit` wrote: the output, and the input indices its summarize stage summarized.
+pub struct FitRun {
+    pub output: Value,
+    pub summarized: Vec<usize>,
+}
+
 /// Runs `ctx fit` at `budget`; `None` when it exits 3.
-pub fn fit(ctx: &Path, file: &Path, budget: usize, summarize: bool) -> Option<Value> {
+pub fn fit(ctx: &Path, file: &Path, budget: usize, summarize: bool) -> Option<FitRun> {
     let mut cmd = Command::new(ctx);
-    cmd.args(["fit", "-q", "--budget", &budget.to_string()]);
+    cmd.args([
+        "fit",
+        "-q",
+        "--report",
+        "-",
+        "--budget",
+        &budget.to_string(),
+    ]);
     if summarize {
         cmd.arg("--summarize=extractive");
     }
     let out = cmd.arg(file).output().expect("ctx runs");
     match out.status.code() {
-        Some(0) => Some(serde_json::from_slice(&out.stdout).expect("fit writes JSON")),
+        Some(0) => {
+            let report: Value = String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .find_map(|l| serde_json::from_str(l).ok())
+                .expect("fit writes its report on stderr");
+            let mut summarized: Vec<usize> = report["stages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|s| s["stage"] == "summarize")
+                .flat_map(|s| s["summarized"].as_array().cloned().unwrap_or_default())
+                .filter_map(|i| i.as_u64().map(|i| i as usize))
+                .collect();
+            summarized.sort_unstable();
+            Some(FitRun {
+                output: serde_json::from_slice(&out.stdout).expect("fit writes JSON"),
+                summarized,
+            })
+        }
         Some(3) => None,
         c => panic!(
             "ctx fit {} --budget {budget}: exit {c:?}: {}",
@@ -211,20 +256,42 @@ pub fn measure(
                     tallies.entry((level, config)).or_default().infeasible += 1;
                     continue;
                 }
-                let output = match config {
-                    Method::Naive => Some(drop_oldest(&doc, |d| count(ctx, d) <= budget)),
+                let run = match config {
+                    Method::Naive => Some(FitRun {
+                        output: drop_oldest(&doc, |d| count(ctx, d) <= budget),
+                        summarized: Vec::new(),
+                    }),
                     Method::Fit => fit(ctx, file, budget, false),
                     Method::FitSummarize => fit(ctx, file, budget, true),
                 };
                 let t = tallies.entry((level, config)).or_default();
                 t.runs += 1;
-                let Some(output) = output else {
+                let Some(FitRun { output, summarized }) = run else {
                     t.exit3 += 1;
                     for f in &ann.facts {
                         t.facts.entry(f.category).or_default().1 += 1;
                     }
                     continue;
                 };
+                if let Some(summary) = facts::summary_text(&output) {
+                    t.summarized += 1;
+                    t.summary_share.push(
+                        count(
+                            ctx,
+                            &serde_json::json!([{"role": "user", "content": summary}]),
+                        ) as f64
+                            / budget as f64
+                            * 100.0,
+                    );
+                    for f in ann.facts.iter().filter(|f| {
+                        f.category != Category::Newest
+                            && summarized.binary_search(&f.message).is_ok()
+                    }) {
+                        let e = t.summary.entry(f.category).or_default();
+                        e.0 += usize::from(summary.contains(&f.text));
+                        e.1 += 1;
+                    }
+                }
                 let kept = retained(&ann.facts, &output);
                 for (f, k) in ann.facts.iter().zip(&kept) {
                     let e = t.facts.entry(f.category).or_default();
@@ -288,6 +355,34 @@ pub fn print_table(tallies: &BTreeMap<(Level, Method), Tally>, files: usize) {
         overall.entry(*config).or_default().add(t);
     }
     println!();
+    let by_level = tallies
+        .iter()
+        .map(|((level, config), t)| (format!("{} at {}", config.name(), level.name()), t));
+    let overall_named = overall
+        .iter()
+        .map(|(config, t)| (config.name().to_string(), t));
+    for (name, t) in by_level.chain(overall_named) {
+        if t.summarized == 0 {
+            continue;
+        }
+        print!(
+            "{name}: summary-only over {} runs that summarized (facts of the summarized messages found in the summary):",
+            t.summarized
+        );
+        let mut all = (0, 0);
+        for (c, (k, n)) in &t.summary {
+            print!(" {} {k}/{n} ({:.0}%);", c.name(), pct(*k, *n));
+            all.0 += k;
+            all.1 += n;
+        }
+        let share = t.summary_share.iter().sum::<f64>() / t.summary_share.len().max(1) as f64;
+        println!(
+            " all {}/{} ({:.0}%); the summary is {share:.1}% of the budget on average",
+            all.0,
+            all.1,
+            pct(all.0, all.1)
+        );
+    }
     for (config, t) in &overall {
         let config = config.name();
         let util = t.utilization();

@@ -49,6 +49,8 @@ impl Category {
 pub struct Fact {
     pub category: Category,
     pub text: String,
+    /// Index of the first message it was read from.
+    pub message: usize,
 }
 
 /// A tool result (or, in a text-only agent, an observation) of the input.
@@ -409,10 +411,14 @@ pub fn test_command(action: &str) -> Option<String> {
 pub fn annotate(doc: &Value) -> Annotation {
     let ms = messages(doc);
     let mut facts: Vec<Fact> = Vec::new();
-    let add = |category: Category, text: String, facts: &mut Vec<Fact>| {
+    let add = |category: Category, text: String, message: usize, facts: &mut Vec<Fact>| {
         let text = text.trim().to_string();
         if text.len() >= 3 && !facts.iter().any(|f| f.text == text) {
-            facts.push(Fact { category, text });
+            facts.push(Fact {
+                category,
+                text,
+                message,
+            });
         }
     };
     let structured = ms.iter().any(|m| !tool_results(m).is_empty());
@@ -424,6 +430,7 @@ pub fn annotate(doc: &Value) -> Annotation {
         add(
             Category::Task,
             content_text(ms[t].get("content").unwrap_or(&Value::Null)),
+            t,
             &mut facts,
         );
     }
@@ -458,14 +465,14 @@ pub fn annotate(doc: &Value) -> Annotation {
         }
         for a in actions(m) {
             if let Some(t) = test_command(&a) {
-                add(Category::Artifact, t, &mut facts);
+                add(Category::Artifact, t, i, &mut facts);
             }
             for p in edited_by_shell(&a) {
-                add(Category::Artifact, p, &mut facts);
+                add(Category::Artifact, p, i, &mut facts);
             }
             if a.trim_start().starts_with("edit ") {
                 if let Some(f) = &open_file {
-                    add(Category::Artifact, f.clone(), &mut facts);
+                    add(Category::Artifact, f.clone(), i, &mut facts);
                 }
             }
         }
@@ -508,13 +515,13 @@ pub fn annotate(doc: &Value) -> Annotation {
                 let mut named = false;
                 for key in ["path", "file_path", "filename", "file"] {
                     if let Some(p) = args.get(key).and_then(Value::as_str) {
-                        add(Category::Artifact, p.to_string(), &mut facts);
+                        add(Category::Artifact, p.to_string(), i, &mut facts);
                         named = true;
                     }
                 }
                 if !named {
                     if let Some(f) = &open_file {
-                        add(Category::Artifact, f.clone(), &mut facts);
+                        add(Category::Artifact, f.clone(), i, &mut facts);
                     }
                 }
             }
@@ -524,21 +531,29 @@ pub fn annotate(doc: &Value) -> Annotation {
     for o in &observations {
         for line in o.text.lines() {
             if is_outcome_line(line) {
-                add(Category::Outcome, clip_line(line), &mut facts);
+                add(Category::Outcome, clip_line(line), o.message, &mut facts);
             } else if is_error_line(line) {
-                add(Category::Error, clip_line(line), &mut facts);
+                add(Category::Error, clip_line(line), o.message, &mut facts);
             }
         }
     }
     // The newest results, verbatim (up to three).
     for o in observations.iter().rev().take(3) {
-        add(Category::Newest, o.text.clone(), &mut facts);
+        add(Category::Newest, o.text.clone(), o.message, &mut facts);
     }
     Annotation {
         facts,
         newest: observations.last().cloned(),
         structured,
     }
+}
+
+/// The text of ctx's summary message in an output, if it holds one.
+pub fn summary_text(doc: &Value) -> Option<String> {
+    messages(doc)
+        .iter()
+        .map(|m| content_text(m.get("content").unwrap_or(&Value::Null)))
+        .find(|t| t.starts_with("[ctx summary of "))
 }
 
 /// All the text of an output: every string, and the strings inside JSON-encoded arguments.

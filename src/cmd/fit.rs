@@ -554,15 +554,34 @@ pub fn fit(
                     recent += 1;
                 }
                 o.keep_recent = recent.max(1);
+                // The summary reads the input's messages, not what earlier stages left of them
+                // (a cleared result's placeholder, shortened arguments).
+                let originals: Vec<Option<&Value>> = st
+                    .origins
+                    .iter()
+                    .map(|o| o.and_then(|j| st.dropped.get(&j)).map(|d| &d.message))
+                    .collect();
                 // An offline engine costs little: find the most recent messages that can stay
-                // verbatim with the summary within the budget (fewer summarized messages, a
-                // larger output), by bisection from the estimate up.
+                // verbatim beside a summary within the budget (fewer summarized messages, a
+                // larger output), by bisection from the estimate up. The summary keeps its
+                // room: a summary clipped below `summary_room` to make way for one more
+                // verbatim message loses more (the trail of the whole range) than it gains.
                 if s.engine_name() != "llm" {
                     let fits = |k: usize| -> Result<bool> {
                         let mut t = o.clone();
                         t.keep_recent = k;
-                        let r = summarize::summarize(doc.clone(), counter, &st.count, &t, s)?;
-                        Ok(r.skipped.is_none() && r.fallback.is_none() && r.tokens_after <= budget)
+                        let r = summarize::summarize(
+                            doc.clone(),
+                            counter,
+                            &st.count,
+                            &t,
+                            s,
+                            &originals,
+                        )?;
+                        Ok(r.skipped.is_none()
+                            && r.fallback.is_none()
+                            && r.tokens_after <= budget
+                            && (!r.clipped || r.summary_tokens >= summary_room))
                     };
                     let (mut lo, mut hi) = (o.keep_recent, pinned.len());
                     if lo < hi && fits(lo)? {
@@ -577,7 +596,7 @@ pub fn fit(
                         o.keep_recent = lo;
                     }
                 }
-                let r = summarize::summarize(doc, counter, &st.count, &o, s)?;
+                let r = summarize::summarize(doc, counter, &st.count, &o, s, &originals)?;
                 report["engine"] = json!(s.engine_name());
                 if let Some(why) = &r.skipped {
                     report["skipped"] = json!(why);

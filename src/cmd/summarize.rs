@@ -727,6 +727,8 @@ pub struct Summarization {
     pub skipped: Option<String>,
     /// The summary was clipped to its bound.
     pub clipped: bool,
+    /// The summary message's tokens (0 when none was written).
+    pub summary_tokens: usize,
     /// The model asked, for the llm engine.
     pub model: Option<String>,
     /// The server cut the summary short (`finish_reason: "length"`).
@@ -838,12 +840,17 @@ fn bound_summary(
 /// `--max-summary-tokens`. A longer text is clipped middle-out; when no summary fits (not even
 /// its header, or a clip that keeps nothing), the document follows `--on-error` (fit: nothing is
 /// summarized and the pipeline goes on).
+///
+/// The engine reads `originals[i]` in place of message `i` where it is given: fit passes the
+/// input's messages that an earlier stage rewrote (a cleared result's original output), so a
+/// summary is made from what the agent saw, not from placeholders.
 pub fn summarize(
     doc: Document,
     counter: &Counter,
     count: &DocumentCount,
     opts: &Options,
     s: &Summarizer,
+    originals: &[Option<&Value>],
 ) -> Result<Summarization> {
     let plan = plan(&doc, count, opts, s.summary_role)?;
     let tokens_before = count.total();
@@ -859,6 +866,7 @@ pub fn summarize(
         error: None,
         skipped: None,
         clipped: false,
+        summary_tokens: 0,
         model: None,
         summary_truncated: false,
         latency_ms: 0,
@@ -950,7 +958,19 @@ pub fn summarize(
         if s.endpoint.is_some() {
             out.model = Some(summary_model.clone());
         }
-        let selected: Vec<Value> = out.plan.range.iter().map(|&i| msgs[i].clone()).collect();
+        let selected: Vec<Value> = out
+            .plan
+            .range
+            .iter()
+            .map(|&i| {
+                originals
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(&msgs[i])
+                    .clone()
+            })
+            .collect();
         match s.text(
             &selected,
             dialect,
@@ -1037,6 +1057,7 @@ pub fn summarize(
     }
     *out.doc.messages_mut() = kept;
     out.tokens_after = tokens_before - replaced + summary_tokens;
+    out.summary_tokens = summary_tokens;
     out.latency_ms = started.elapsed().as_millis() as u64;
     Ok(out)
 }
@@ -1131,7 +1152,7 @@ impl<'a> Runner<'a> {
                 ..Outcome::default()
             });
         }
-        let s = summarize(p.doc, &counter, &count, &opts, &self.summarizer)?;
+        let s = summarize(p.doc, &counter, &count, &opts, &self.summarizer, &[])?;
         warnings.extend(s.truncation_warning());
         let report = s.report(self.summarizer.engine_name());
         Ok(Outcome {
