@@ -247,6 +247,34 @@ fn user_content(seen: &Seen) -> &str {
     seen.body["messages"][1]["content"].as_str().unwrap_or("")
 }
 
+/// What opens a request's context: the pinned messages, not to be summarized.
+const CONTEXT: &str = "Context (kept verbatim in the conversation; do not summarize it";
+
+/// The context block of a request's user content (empty when there is none).
+fn context_part(user: &str) -> &str {
+    if user.starts_with(CONTEXT) {
+        user.split("\n\n").next().unwrap_or("")
+    } else {
+        ""
+    }
+}
+
+/// The transcript in a request's user content: the messages to summarize, without the
+/// context, the summary so far and the instructions.
+fn transcript_part(user: &str) -> &str {
+    let start = [
+        "Conversation to summarize:\n",
+        "New messages since the summary so far:\n",
+    ]
+    .iter()
+    .find_map(|h| user.find(h).map(|at| at + h.len()))
+    .unwrap_or_else(|| panic!("no transcript in {user}"));
+    let rest = &user[start..];
+    &rest[..rest
+        .find("\n\nUpdate the summary so far")
+        .unwrap_or(rest.len())]
+}
+
 /// A port nothing listens on.
 fn closed_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -301,10 +329,10 @@ fn request_shape_model_max_tokens_prompt_transcript_and_key() {
     let prompt = messages[0]["content"].as_str().unwrap();
     assert!(prompt.contains("summar"), "{prompt}");
     assert_eq!(messages[1]["role"], "user");
-    let transcript = user_content(req);
+    let transcript = transcript_part(user_content(req));
     assert!(transcript.contains("[called read_file("), "{transcript}");
     assert!(transcript.contains("[run_tests #2]"), "{transcript}");
-    // The pinned system message and the task are not in the transcript.
+    // The pinned system message and the task are not in the transcript (they are context).
     assert!(
         !transcript.contains("You are a coding agent"),
         "{transcript}"
@@ -425,19 +453,26 @@ fn running_summary_is_extended_with_only_new_messages() {
     let seen = server.seen();
     assert_eq!(seen.len(), 2);
     let user = user_content(&seen[1]);
-    assert!(user.contains("Extend this summary"), "{user}");
-    assert!(user.contains("FIRST-SUMMARY-TEXT"), "{user}");
+    // The running summary, with the instruction to update it rather than rewrite it.
+    assert!(
+        user.contains("Summary so far:\nFIRST-SUMMARY-TEXT\n"),
+        "{user}"
+    );
+    assert!(
+        user.contains("Update the summary so far with the new messages; do not rewrite it"),
+        "{user}"
+    );
+    assert!(
+        user.contains("Keep every item in it that is still true"),
+        "{user}"
+    );
     // Newly aged out: the last exchange of the first run, its answer, and the new turn.
-    assert!(user.contains("[run_tests #5]"), "{user}");
-    assert!(user.contains("src/lexer.rs"), "{user}");
-    // Summarized before: never sent again.
-    for old in [
-        "src/parser.rs",
-        "[read_file #1]",
-        "[grep #3]",
-        "call_01",
-        "fn parse_header",
-    ] {
+    let transcript = transcript_part(user);
+    assert!(transcript.contains("[run_tests #5]"), "{user}");
+    assert!(transcript.contains("src/lexer.rs"), "{user}");
+    // Summarized before: never sent again (the task is pinned: it is context, not transcript).
+    assert!(!transcript.contains("src/parser.rs"), "{user}");
+    for old in ["[read_file #1]", "[grep #3]", "call_01", "fn parse_header"] {
         assert!(!user.contains(old), "{old} sent again: {user}");
     }
     // The header of the first summary is not sent as if it were a message.
@@ -505,9 +540,9 @@ fn large_range_is_chunked_then_combined() {
     assert!(seen.len() >= 4, "{} requests", seen.len());
     let parts = seen.len() - 1;
     assert!(
-        user_content(&seen[0]).starts_with(&format!("Part 1 of {parts} ")),
+        user_content(&seen[0]).contains(&format!("\n\nPart 1 of {parts} ")),
         "{}",
-        &user_content(&seen[0])[..80]
+        &user_content(&seen[0])[..400]
     );
     for req in &seen {
         assert_eq!(req.body["model"], "gpt-4");
@@ -529,6 +564,279 @@ fn large_range_is_chunked_then_combined() {
         vec![format!("{}\nPARTIAL-{parts}", header(20)).as_str()]
     );
     assert_eq!(out.len(), 2 + 1 + 3);
+}
+
+#[test]
+fn the_pinned_system_prompt_and_task_go_as_context_not_to_summarize() {
+    const SYSTEM: &str = "You are a coding agent. Use the tools to inspect and fix the repository.";
+    const TASK: &str = "The tests in src/parser.rs fail since yesterday. Find out why and fix it.";
+    // The task pinned, outside the range: context, marked as not to be summarized.
+    let server = Server::start(vec![ok("S")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let seen = server.seen();
+    let user = user_content(&seen[0]);
+    let context = context_part(user);
+    assert!(context.contains(&format!("system: {SYSTEM}")), "{user}");
+    assert!(context.contains(&format!("user: {TASK}")), "{user}");
+    let transcript = transcript_part(user);
+    assert!(!transcript.contains(TASK), "{user}");
+    assert!(transcript.contains("[called read_file("), "{user}");
+
+    // The task in the range (--no-keep-task): in the transcript, where it is summarized.
+    let server = Server::start(vec![ok("S")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--no-keep-task"],
+        &[],
+        &data("agent_openai.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let seen = server.seen();
+    let user = user_content(&seen[0]);
+    let context = context_part(user);
+    assert!(context.contains(&format!("system: {SYSTEM}")), "{user}");
+    assert!(!context.contains(TASK), "{user}");
+    assert!(
+        transcript_part(user).starts_with(&format!("user: {TASK}\n")),
+        "{user}"
+    );
+
+    // Anthropic: the body's system prompt and the pinned task.
+    let server = Server::start(vec![ok("S")]);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3"],
+        &[],
+        &data("agent_anthropic.json"),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let seen = server.seen();
+    let user = user_content(&seen[0]);
+    let context = context_part(user);
+    assert!(
+        context.contains("system: You are a research agent."),
+        "{user}"
+    );
+    assert!(
+        context.contains("user: Summarise the three newest reports in the archive."),
+        "{user}"
+    );
+    let transcript = transcript_part(user);
+    assert!(transcript.contains("[called fetch_report("), "{user}");
+    // A result flagged as an error says so; thinking and signatures are never sent.
+    assert!(
+        transcript.contains("[tool result] [error] Error: report 2 is locked."),
+        "{user}"
+    );
+    for secret in ["I need report", "c2lnbmF0dXJl", "signature"] {
+        assert!(!user.contains(secret), "{secret} sent: {user}");
+    }
+}
+
+#[test]
+fn the_prompt_asks_for_each_section() {
+    let server = Server::start(vec![ok("S"), ok("S"), ok("S")]);
+    let input = data("agent_openai.json");
+    let run = summarize(&server.base(), &["--keep-recent", "3"], &[], &input);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let extra = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--instructions", "EXTRA-RULE"],
+        &[],
+        &input,
+    );
+    assert_eq!(extra.code, 0, "stderr: {}", extra.stderr);
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("summarize-llm-prompt.txt");
+    std::fs::write(&file, "MY-OWN-PROMPT").unwrap();
+    let own = summarize(
+        &server.base(),
+        &[
+            "--keep-recent",
+            "3",
+            "--prompt-file",
+            file.to_str().unwrap(),
+        ],
+        &[],
+        &input,
+    );
+    assert_eq!(own.code, 0, "stderr: {}", own.stderr);
+    let seen = server.seen();
+    let prompt = |k: usize| seen[k].body["messages"][0]["content"].as_str().unwrap();
+    let default = prompt(0);
+    for section in [
+        "Task and intent",
+        "What was done",
+        "the commands run (each command as written)",
+        "the files created or edited",
+        "the tests run with their outcomes",
+        "Current state",
+        "file paths",
+        "Errors and decisions",
+        "exit statuses",
+        "What remains",
+    ] {
+        assert!(
+            default.contains(section),
+            "{section} not asked for: {default}"
+        );
+    }
+    // --instructions adds to it; --prompt-file replaces it (the context still goes).
+    assert_eq!(prompt(1), format!("{default}\n\nEXTRA-RULE"));
+    assert_eq!(prompt(2), "MY-OWN-PROMPT");
+    assert!(user_content(&seen[2]).starts_with(CONTEXT));
+}
+
+/// A shell output of thousands of tokens: an exception in the middle, the exit status at the end.
+fn long_failing_output() -> String {
+    let mut lines: Vec<String> = (0..400)
+        .map(|k| format!("collecting module_{k} from src/pkg/module_{k}.py"))
+        .collect();
+    lines.push("Traceback (most recent call last):".into());
+    lines.push("  File \"src/parser.py\", line 7, in parse_header".into());
+    lines.push("ValueError: header line 7 is empty".into());
+    lines.extend((400..800).map(|k| format!("cleaning module_{k} from build/pkg/module_{k}")));
+    lines.push("[The command completed with exit code 2.]".into());
+    lines.join("\n")
+}
+
+/// A long script: the command comes first.
+fn long_script() -> String {
+    let body: Vec<String> = (0..300).map(|k| format!("check_case({k})")).collect();
+    format!(
+        "cat > /tmp/repro.py << 'EOF'\n{}\nEOF\npython /tmp/repro.py",
+        body.join("\n")
+    )
+}
+
+#[test]
+fn long_tool_outputs_are_shortened_keeping_status_and_error_lines() {
+    let output = long_failing_output();
+    let script = long_script();
+    let openai = json!([
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the parser."},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "bash", "arguments": json!({"command": script}).to_string()}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": output},
+        {"role": "assistant", "content": "The header parser fails on empty lines."},
+        {"role": "user", "content": "Go on."},
+    ]);
+    let anthropic = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [
+        {"role": "user", "content": "Fix the parser."},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "SECRET-THOUGHT", "signature": "SIG-0123"},
+            {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": script}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+            "content": [{"type": "text", "text": output}], "is_error": true}]},
+        {"role": "assistant", "content": "The header parser fails on empty lines."},
+        {"role": "user", "content": "Go on."},
+    ]});
+    assert!(count_tokens(&json!([{"role": "tool", "content": output}]).to_string()) > 5000);
+    for (doc, status) in [
+        (openai.to_string(), "failed (exit code 2)"),
+        (anthropic.to_string(), "failed (exit code 2)"),
+    ] {
+        let server = Server::start(vec![ok("S")]);
+        let run = summarize(&server.base(), &["--keep-recent", "1"], &[], &doc);
+        assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+        let seen = server.seen();
+        let transcript = transcript_part(user_content(&seen[0]));
+        // Shortened: a few hundred tokens, not thousands.
+        assert!(
+            transcript.len() < 3000,
+            "{} chars: {transcript}",
+            transcript.len()
+        );
+        assert!(!transcript.contains("module_300 "), "{transcript}");
+        // What matters survives: the status, the exception, the ends.
+        assert!(transcript.contains(status), "{transcript}");
+        assert!(
+            transcript.contains("ValueError: header line 7 is empty"),
+            "{transcript}"
+        );
+        assert!(transcript.contains("collecting module_0 "), "{transcript}");
+        // The call: the command visible, the script shortened.
+        assert!(
+            transcript.contains(r#"[called bash({"command":"cat > /tmp/repro.py << 'EOF'"#),
+            "{transcript}"
+        );
+        assert!(transcript.contains("python /tmp/repro.py"), "{transcript}");
+        assert!(!transcript.contains("check_case(150)"), "{transcript}");
+        assert!(!transcript.contains("SECRET-THOUGHT"), "{transcript}");
+        assert!(!transcript.contains("SIG-0123"), "{transcript}");
+    }
+}
+
+#[test]
+fn a_chunked_update_passes_the_previous_summary_to_the_combining_request() {
+    let words = |seed: usize| -> String {
+        (0..1500)
+            .map(|i| ["alpha", "beta", "gamma", "delta", "omega"][(i + seed) % 5])
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut msgs = vec![
+        json!({"role": "system", "content": "You are a helpful assistant."}),
+        json!({"role": "user", "content": "Write a long essay, part by part."}),
+        json!({"role": "system", "content": format!("{}\nPREVIOUS-SUMMARY-TEXT", header(5))}),
+    ];
+    for k in 0..10 {
+        msgs.push(json!({"role": "assistant", "content": words(k)}));
+        msgs.push(json!({"role": "user", "content": words(k + 1)}));
+    }
+    msgs.push(json!({"role": "assistant", "content": "Done."}));
+    msgs.push(json!({"role": "user", "content": "Thanks."}));
+    msgs.push(json!({"role": "assistant", "content": "You are welcome."}));
+    let input = Value::Array(msgs).to_string();
+
+    let script = (0..20).map(|k| ok(&format!("PARTIAL-{k}"))).collect();
+    let server = Server::start(script);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--summary-model", "gpt-4"],
+        &[],
+        &input,
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let seen = server.seen();
+    assert!(seen.len() >= 3, "{} requests", seen.len());
+    let parts = seen.len() - 1;
+    for req in &seen {
+        // The running summary is never context (it is what is updated).
+        let context = context_part(user_content(req));
+        assert!(context.contains("Write a long essay"), "{context}");
+        assert!(!context.contains("PREVIOUS-SUMMARY-TEXT"), "{context}");
+    }
+    let last = user_content(&seen[parts]);
+    assert!(
+        last.contains("Summary so far:\nPREVIOUS-SUMMARY-TEXT\n"),
+        "{last}"
+    );
+    assert!(
+        last.contains("Update the summary so far with these partial summaries; do not rewrite it"),
+        "{last}"
+    );
+    for k in 0..parts {
+        assert!(last.contains(&format!("PARTIAL-{k}")), "{last}");
+    }
+    let out = run.json();
+    let summaries: Vec<&str> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .filter(|t| t.starts_with("[ctx summary of "))
+        .collect();
+    assert_eq!(
+        summaries,
+        vec![format!("{}\nPARTIAL-{parts}", header(5 + 20)).as_str()]
+    );
 }
 
 #[test]

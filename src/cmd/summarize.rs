@@ -17,14 +17,16 @@ use serde_json::{Value, json};
 use super::{
     Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, SummarizerFailed, prepare,
 };
-use crate::clip::clip_middle;
+use crate::clip::{clip_middle, thousands};
 use crate::conversation::{Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, Notes};
 use crate::document::{Dialect, Document};
+use crate::excerpt::excerpt;
 use crate::input::{ByteSize, Origin, read_flag_file};
 use crate::llm::{BaseUrl, ChatRequest, Endpoint, UrlArg};
 use crate::output::render;
 use crate::settings::{Budget, ModelArgs, read_tools_file};
+use crate::tokenizer::Encoding;
 
 /// The summary header; `{n}` is the cumulative number of messages summarized.
 const HEADER_PREFIX: &str = "[ctx summary of ";
@@ -34,8 +36,48 @@ const HEADER_SUFFIX: &str = " earlier messages]";
 /// clip marker alone takes about 12 tokens), so no engine is asked.
 const MIN_SUMMARY_TOKENS: usize = 16;
 
-/// The default instructions sent to the summarizer.
-pub const DEFAULT_PROMPT: &str = "You summarize the earlier part of a conversation between a user and an AI assistant (which may use tools) so that the assistant can continue the work without the original messages. Write a concise, factual summary with these sections:\n1. Task and intent: what the user asked for and why.\n2. Done so far: the actions taken and tool calls made, with their outcomes.\n3. Current state: file paths, identifiers, values, errors seen and decisions made, exactly as written.\n4. Remaining: what is still to be done.\nDo not invent anything. Do not address the user. Output only the summary.";
+/// The default instructions sent to the summarizer: the sections of SPEC §4 (task and intent,
+/// what was done, current state, errors and decisions, what remains), asking for the trail of
+/// commands, files and test outcomes by name, since that is what summaries lose first.
+pub const DEFAULT_PROMPT: &str = "You summarize the earlier part of a conversation between a user and an AI assistant (which may use tools) so that the assistant can continue the work from your summary alone, without the original messages. Write a concise, factual summary with these sections:\n1. Task and intent: what the user asked for and why, with any constraints they set.\n2. What was done: in order, the actions taken and the commands run (each command as written), the files created or edited (each path), and the tests run with their outcomes (passed or failed, and which).\n3. Current state: where the work stands, with the file paths, identifiers and values it depends on.\n4. Errors and decisions: the errors seen (error messages and exit statuses as written) and whether they were resolved; the decisions made and why.\n5. What remains: the steps still to be done, the next one first.\nKeep file paths, commands, identifiers and error messages exactly as written. Do not invent anything. Do not address the user. Output only the summary.";
+
+/// What the user message of a request opens with when there are pinned messages: they stay in
+/// the conversation, so the summary must not repeat them, but they say what the task is.
+const CONTEXT_HEADING: &str = "Context (kept verbatim in the conversation; do not summarize it, use it only to understand the messages below):";
+/// Before the running summary in an update.
+const SUMMARY_HEADING: &str = "Summary so far:";
+/// Before the transcript in an update.
+const NEW_MESSAGES_HEADING: &str = "New messages since the summary so far:";
+/// Before the transcript of a first summary.
+const TRANSCRIPT_HEADING: &str = "Conversation to summarize:";
+
+/// The instruction of an update: the running summary is extended, never rewritten from scratch
+/// (rewrites lose facts), and shortened only when it outgrows `bound` tokens.
+fn update_instruction(source: &str, bound: usize) -> String {
+    format!(
+        "Update the summary so far with {source}; do not rewrite it from scratch. Keep every item in it that is still true, in its section; add the new facts (actions and commands, files created or edited, tests run and their outcomes, errors, decisions, the current state and what remains); change only what {source} change or make obsolete. Shorten the summary only if it would otherwise exceed {bound} tokens. Output the whole updated summary."
+    )
+}
+
+/// The most tokens of one pinned message sent as context (clipped middle-out).
+const CONTEXT_MESSAGE_TOKENS: usize = 1000;
+/// The most tokens of all the context: pinned messages past it are counted, not sent.
+const CONTEXT_TOKENS: usize = 3000;
+/// The most tokens of a message's text in the transcript (clipped middle-out).
+const TEXT_TOKENS: usize = 2000;
+/// A tool output up to this many tokens is sent whole; a longer one is clipped middle-out to
+/// [`RESULT_KEEP_TOKENS`], with its status and its error and test-outcome lines.
+const RESULT_TOKENS: usize = 200;
+/// What is kept of the two ends of a long tool output.
+const RESULT_KEEP_TOKENS: usize = 150;
+/// The most tokens of one value of a tool call's arguments (clipped middle-out: a command
+/// starts the value and a script's end often says what it runs).
+const ARG_TOKENS: usize = 80;
+/// The most tokens of a tool call's arguments in all.
+const CALL_TOKENS: usize = 300;
+/// What a request's headings and instructions take besides the prompt, context, running
+/// summary and transcript.
+const FRAMING_TOKENS: usize = 300;
 
 /// Replace older messages with a summary (an LLM's, an offline digest, or your own text).
 ///
@@ -54,6 +96,13 @@ pub const DEFAULT_PROMPT: &str = "You summarize the earlier part of a conversati
 /// to a server named by --base-url, $CTX_BASE_URL or a profile. Redirects are not followed.
 /// --engine auto uses llm only when ctx itself is configured for one (--base-url, $CTX_BASE_URL
 /// or $CTX_API_KEY), else the offline extractive engine.
+///
+/// The llm request asks for sections (task and intent; what was done: commands, files created
+/// or edited, tests and their outcomes; current state; errors and decisions; what remains;
+/// --instructions adds to these instructions, --prompt-file replaces them). It sends the pinned
+/// messages (system prompt, task) as context not to summarize, tool outputs shortened to their
+/// ends, exit status and error and test-outcome lines, and on a later run the running summary
+/// with the instruction to update it rather than rewrite it.
 ///
 /// Example:
 ///   ctx summarize --engine extractive --keep-recent 8 --force < agent.json
@@ -451,7 +500,8 @@ impl Summarizer {
     /// The summary text of `selected`, extending `previous` when there is one, asked for in at
     /// most `max_tokens` (the caller clips whatever comes back), and whether the server cut it
     /// short (`finish_reason: "length"`). `task` is the position of the conversation's task
-    /// among `selected`, if it is one of them.
+    /// among `selected`, if it is one of them; `context` the pinned messages that stay before
+    /// the summary ([`Plan::context`]).
     #[allow(clippy::too_many_arguments)]
     fn text(
         &self,
@@ -462,12 +512,13 @@ impl Summarizer {
         counter: &Counter,
         max_tokens: usize,
         task: Option<usize>,
+        context: &[&Value],
     ) -> Result<(String, bool)> {
         match (&self.summary_text, self.engine) {
             (Some(t), _) => Ok((t.clone(), false)),
-            (None, Engine::Llm) => {
-                self.llm_summary(selected, dialect, previous, model, counter, max_tokens)
-            }
+            (None, Engine::Llm) => self.llm_summary(
+                selected, context, dialect, previous, model, counter, max_tokens,
+            ),
             (None, _) => crate::extractive::summarize(
                 selected,
                 dialect,
@@ -480,11 +531,20 @@ impl Summarizer {
         }
     }
 
-    /// The LLM engine: a transcript of the range, chunked when it exceeds the summarizer's
-    /// window, then combined; and whether any reply was cut short by the server.
+    /// The LLM engine, and whether any reply was cut short by the server.
+    ///
+    /// One request holds the instructions (`--prompt-file`, else [`DEFAULT_PROMPT`], plus
+    /// `--instructions`) as its system message, and as its user message the pinned `context`
+    /// marked as not to be summarized, the running summary (`previous`) with the instruction to
+    /// update it rather than rewrite it, and the transcript of `selected` (see
+    /// [`transcript_line`]). A transcript longer than the summarizer's window is sent in parts,
+    /// each summarized on its own, then one request combines the parts (updating `previous`
+    /// when there is one).
+    #[allow(clippy::too_many_arguments)]
     fn llm_summary(
         &self,
         selected: &[Value],
+        context: &[&Value],
         dialect: Dialect,
         previous: Option<&str>,
         model: &str,
@@ -492,17 +552,21 @@ impl Summarizer {
         max_tokens: usize,
     ) -> Result<(String, bool)> {
         let endpoint = self.endpoint.as_ref().expect("llm engine has an endpoint");
+        let context = context_block(context, dialect, counter)?;
         let window = crate::models::lookup(model).map_or(128_000, |m| m.context_window) as usize;
-        let room = window
-            .saturating_sub(
-                max_tokens
-                    .saturating_add(counter.text(&self.prompt)?)
-                    .saturating_add(200),
-            )
-            .max(1000);
+        let fixed = [
+            max_tokens,
+            counter.text(&self.prompt)?,
+            counter.text(&context)?,
+            previous.map_or(Ok(0), |p| counter.text(p))?,
+            FRAMING_TOKENS,
+        ]
+        .iter()
+        .fold(0usize, |a, &b| a.saturating_add(b));
+        let room = window.saturating_sub(fixed).max(1000);
         let lines: Vec<String> = selected
             .iter()
-            .map(|m| transcript_line(m, dialect, counter))
+            .map(|m| transcript_line(m, dialect, counter, TEXT_TOKENS))
             .collect::<Result<_>>()?;
         // Chunk the transcript so each request fits the summarizer's window.
         let mut chunks: Vec<Vec<String>> = Vec::new();
@@ -522,7 +586,12 @@ impl Summarizer {
         }
         let progress = self.progress && chunks.len() > 1;
         let cut_short = std::cell::Cell::new(false);
-        let call = |user: String| -> std::result::Result<String, crate::llm::LlmError> {
+        let call = |body: String| -> std::result::Result<String, crate::llm::LlmError> {
+            let user = if context.is_empty() {
+                body
+            } else {
+                format!("{context}\n\n{body}")
+            };
             let req = ChatRequest {
                 model: model.to_string(),
                 messages: vec![
@@ -552,17 +621,22 @@ impl Summarizer {
             let mut from = 0;
             loop {
                 let text = chunk[from..].join("\n");
-                let user = match (previous, n_chunks) {
+                let body = match (previous, n_chunks) {
                     (Some(prev), 1) => format!(
-                        "Extend this summary with the new messages below. Keep what still matters.\n\nSummary so far:\n{prev}\n\nNew messages:\n{text}"
+                        "{SUMMARY_HEADING}\n{prev}\n\n{NEW_MESSAGES_HEADING}\n{text}\n\n{}",
+                        update_instruction("the new messages", max_tokens)
                     ),
-                    (_, 1) => format!("Conversation to summarize:\n{text}"),
-                    _ => format!(
+                    (None, 1) => format!("{TRANSCRIPT_HEADING}\n{text}"),
+                    (Some(_), _) => format!(
+                        "Part {} of {n_chunks} of the new messages since the summary so far (summarize this part on its own):\n{text}",
+                        k + 1
+                    ),
+                    (None, _) => format!(
                         "Part {} of {n_chunks} of the conversation to summarize:\n{text}",
                         k + 1
                     ),
                 };
-                match call(user) {
+                match call(body) {
                     Ok(t) => {
                         parts.push(t);
                         break;
@@ -577,14 +651,20 @@ impl Summarizer {
         if parts.len() == 1 {
             return Ok((parts.remove(0), cut_short.get()));
         }
-        let mut combined =
-            String::from("Combine these partial summaries, in order, into one summary.\n\n");
-        if let Some(prev) = previous {
-            combined.push_str(&format!("Summary of what came before them:\n{prev}\n\n"));
-        }
+        let mut listed = String::new();
         for (k, part) in parts.iter().enumerate() {
-            combined.push_str(&format!("Part {}:\n{part}\n\n", k + 1));
+            listed.push_str(&format!("Part {}:\n{}\n\n", k + 1, part.trim()));
         }
+        let combined = match previous {
+            Some(prev) => format!(
+                "{SUMMARY_HEADING}\n{prev}\n\nSummaries of the new messages since the summary so far, part by part, in order:\n\n{listed}{}",
+                update_instruction("these partial summaries", max_tokens)
+            ),
+            None => format!(
+                "Combine these partial summaries, in order, into one summary with the same sections: keep every fact (commands, files, test outcomes, errors, decisions); where a later part changes a fact, keep the later one.\n\n{}",
+                listed.trim_end()
+            ),
+        };
         let text = call(combined).map_err(|e| anyhow!("{e}"))?;
         Ok((text, cut_short.get()))
     }
@@ -637,6 +717,10 @@ pub struct Plan {
     pub at: usize,
     /// The conversation's task, and whether it is pinned.
     pub task: Option<(usize, bool)>,
+    /// The pinned messages that stay before the summary (system prompt, a pinned task, `--pin`
+    /// messages; never the running summary), in order: what the llm engine sends as context
+    /// that is not to be summarized.
+    pub context: Vec<usize>,
 }
 
 /// Chooses the range: every unpinned message older than the `keep_recent` newest (extended
@@ -700,6 +784,7 @@ pub fn plan(
     let triggered =
         opts.force || since >= opts.after_messages || count.total() as u64 > opts.over_tokens;
     let range_tokens = range.iter().map(|&i| count.messages[i].total()).sum();
+    let context = (0..at).filter(|&i| pinned[i] && !removed[i]).collect();
     Ok(Plan {
         previous,
         range,
@@ -707,6 +792,7 @@ pub fn plan(
         triggered,
         at,
         task,
+        context,
     })
 }
 
@@ -971,6 +1057,15 @@ pub fn summarize(
                     .clone()
             })
             .collect();
+        // The pinned messages before the summary, after an Anthropic body's system prompt.
+        let body_system = (dialect == Dialect::Anthropic)
+            .then(|| out.doc.body().and_then(|b| b.get("system")))
+            .flatten()
+            .map(|sys| json!({"role": "system", "content": sys}));
+        let context: Vec<&Value> = body_system
+            .iter()
+            .chain(out.plan.context.iter().map(|&i| &msgs[i]))
+            .collect();
         match s.text(
             &selected,
             dialect,
@@ -979,6 +1074,7 @@ pub fn summarize(
             counter,
             bound,
             task_in_range,
+            &context,
         ) {
             Ok((t, cut_short)) => {
                 out.summary_truncated = cut_short;
@@ -1184,66 +1280,196 @@ fn is_overflow(message: &str) -> bool {
         || m.contains("exceeds the context")
 }
 
-/// One message as a transcript line: role, text, tool calls by name, long results shortened.
-fn transcript_line(m: &Value, dialect: Dialect, counter: &Counter) -> Result<String> {
+/// The pinned messages sent as context, under [`CONTEXT_HEADING`]: each as a transcript line
+/// of at most about [`CONTEXT_MESSAGE_TOKENS`], the whole within [`CONTEXT_TOKENS`] (the
+/// messages past it are counted, not sent). Empty when there are none.
+fn context_block(context: &[&Value], dialect: Dialect, counter: &Counter) -> Result<String> {
+    if context.is_empty() {
+        return Ok(String::new());
+    }
+    let mut block = String::from(CONTEXT_HEADING);
+    let mut total = 0;
+    for (k, m) in context.iter().enumerate() {
+        let line = transcript_line(m, dialect, counter, CONTEXT_MESSAGE_TOKENS)?;
+        let tokens = counter.text(&line)?;
+        if total + tokens > CONTEXT_TOKENS && k > 0 {
+            block.push_str(&format!(
+                "\n[{} more pinned messages not shown]",
+                context.len() - k
+            ));
+            break;
+        }
+        total += tokens;
+        block.push('\n');
+        block.push_str(&line);
+    }
+    Ok(block)
+}
+
+/// One message as a transcript line: its role, its text clipped middle-out to `text_limit`
+/// tokens, its tool calls with their arguments shortened ([`call_text`]) and its tool results
+/// shortened to what matters ([`result_text`]), in both dialects. Reasoning (`thinking`,
+/// `redacted_thinking`, `reasoning_content`) and signatures are never sent.
+fn transcript_line(
+    m: &Value,
+    dialect: Dialect,
+    counter: &Counter,
+    text_limit: usize,
+) -> Result<String> {
+    let enc = counter.settings.encoding;
     let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
     let mut parts: Vec<String> = Vec::new();
-    let mut push_text = |t: &str, limit: usize| -> Result<()> {
-        let t = match clip_middle(counter.settings.encoding, t, limit)? {
-            Some(c) => c,
-            None => t.to_string(),
-        };
+    let mut push = |t: String| {
         if !t.trim().is_empty() {
             parts.push(t);
         }
-        Ok(())
     };
-    let is_result = matches!(role, "tool" | "function");
-    let limit = if is_result { 200 } else { 2000 };
-    match m.get("content") {
-        Some(Value::String(s)) => push_text(s, limit)?,
-        Some(Value::Array(blocks)) => {
-            for b in blocks {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        push_text(b.get("text").and_then(Value::as_str).unwrap_or(""), limit)?
+    let clip = |t: &str| -> Result<String> {
+        Ok(clip_middle(enc, t, text_limit)?.unwrap_or_else(|| t.to_string()))
+    };
+    if matches!(role, "tool" | "function") {
+        // An OpenAI tool result: its text (string or text parts) is the output.
+        let text = match m.get("content") {
+            Some(c) => content_text(c),
+            None => String::new(),
+        };
+        push(result_text(enc, &text, false)?);
+    } else {
+        match m.get("content") {
+            Some(Value::String(s)) => push(clip(s)?),
+            Some(Value::Array(blocks)) => {
+                for b in blocks {
+                    match b.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            push(clip(b.get("text").and_then(Value::as_str).unwrap_or(""))?)
+                        }
+                        Some("tool_use") if dialect == Dialect::Anthropic => {
+                            let name = b.get("name").and_then(Value::as_str).unwrap_or("?");
+                            let input = b.get("input").unwrap_or(&Value::Null);
+                            push(call_text(enc, name, input)?);
+                        }
+                        Some("tool_result") => {
+                            let text = b.get("content").map(content_text).unwrap_or_default();
+                            let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+                            push(format!(
+                                "[tool result] {}",
+                                result_text(enc, &text, is_error)?
+                            ));
+                        }
+                        Some("image" | "image_url") => push("[image]".to_string()),
+                        _ => {}
                     }
-                    Some("tool_use") if dialect == Dialect::Anthropic => {
-                        let name = b.get("name").and_then(Value::as_str).unwrap_or("?");
-                        let input = b.get("input").map(Value::to_string).unwrap_or_default();
-                        push_text(&format!("[called {name}({input})]"), 100)?;
-                    }
-                    Some("tool_result") => {
-                        let c = b.get("content").map(|c| match c {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        });
-                        push_text(&format!("[tool result] {}", c.unwrap_or_default()), 200)?;
-                    }
-                    Some("image" | "image_url") => push_text("[image]", 10)?,
-                    _ => {}
                 }
             }
+            _ => {}
         }
-        _ => {}
     }
-    for c in m
+    let calls = m
         .get("tool_calls")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-    {
-        let f = c.get("function").unwrap_or(&Value::Null);
+        .map(|c| c.get("function").unwrap_or(&Value::Null))
+        .chain(m.get("function_call").filter(|f| f.is_object()));
+    for f in calls {
         let name = f.get("name").and_then(Value::as_str).unwrap_or("?");
-        let a = f.get("arguments").and_then(Value::as_str).unwrap_or("");
-        push_text(&format!("[called {name}({a})]"), 100)?;
-    }
-    if let Some(fc) = m.get("function_call").filter(|f| f.is_object()) {
-        let name = fc.get("name").and_then(Value::as_str).unwrap_or("?");
-        let a = fc.get("arguments").and_then(Value::as_str).unwrap_or("");
-        push_text(&format!("[called {name}({a})]"), 100)?;
+        let args = match f.get("arguments") {
+            // Arguments are a JSON text; one that does not parse is shown as text.
+            Some(Value::String(a)) => {
+                serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.clone()))
+            }
+            Some(other) => other.clone(),
+            None => Value::Null,
+        };
+        push(call_text(enc, name, &args)?);
     }
     Ok(format!("{role}: {}", parts.join(" ")))
+}
+
+/// The text of a tool result's content: a string, or its text parts joined by line breaks
+/// (images as `[image]`).
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| match p.get("type").and_then(Value::as_str) {
+                Some("text") => p.get("text").and_then(Value::as_str).map(str::to_string),
+                Some("image" | "image_url") => Some("[image]".to_string()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A tool call as `[called name(arguments)]`: each value of the arguments clipped middle-out to
+/// [`ARG_TOKENS`] (a long script or patch keeps its start, where the command is, and its end),
+/// short values such as paths whole, the whole within [`CALL_TOKENS`].
+fn call_text(enc: Encoding, name: &str, args: &Value) -> Result<String> {
+    let clip = |t: &str, max: usize| -> Result<String> {
+        Ok(clip_middle(enc, t, max)?.unwrap_or_else(|| t.to_string()))
+    };
+    let shown = match args {
+        Value::Object(map) => {
+            let mut short = serde_json::Map::new();
+            for (k, v) in map {
+                let v = match v {
+                    Value::String(s) => Value::String(clip(s, ARG_TOKENS)?),
+                    other => {
+                        let t = other.to_string();
+                        match clip_middle(enc, &t, ARG_TOKENS)? {
+                            Some(c) => Value::String(c),
+                            None => other.clone(),
+                        }
+                    }
+                };
+                short.insert(k.clone(), v);
+            }
+            Value::Object(short).to_string()
+        }
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    Ok(format!("[called {name}({})]", clip(&shown, CALL_TOKENS)?))
+}
+
+/// A tool output as sent to the summarizer. Up to [`RESULT_TOKENS`] it is sent whole (marked
+/// `[error]` when the result says it failed). A longer one opens with its size and status (a
+/// non-zero exit status written in it, or its error flag), keeps its two ends clipped
+/// middle-out, and adds the error and test-outcome lines of the part left out, so what an
+/// engineer looks at first survives the shortening.
+fn result_text(enc: Encoding, text: &str, is_error: bool) -> Result<String> {
+    let text = text.trim();
+    let tokens = enc.count(text)?;
+    if tokens <= RESULT_TOKENS {
+        return Ok(if is_error {
+            format!("[error] {text}")
+        } else {
+            text.to_string()
+        });
+    }
+    let kept = clip_middle(enc, text, RESULT_KEEP_TOKENS)?.unwrap_or_else(|| text.to_string());
+    let ex = excerpt(text, is_error);
+    let status = ex.status.map(|s| format!(", {s}")).unwrap_or_default();
+    let mut out = format!(
+        "[output of {} tokens{status}, shortened]\n{kept}",
+        thousands(tokens)
+    );
+    let left_out: Vec<&str> = ex
+        .salient
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !kept.contains(l.trim_end_matches('…')))
+        .collect();
+    if !left_out.is_empty() {
+        out.push_str("\n[error and test-outcome lines of the part left out:]\n");
+        out.push_str(&left_out.join("\n"));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -1257,6 +1483,50 @@ mod tests {
         ));
         assert!(is_overflow("HTTP 400: context_length_exceeded"));
         assert!(!is_overflow("HTTP 500: boom"));
+    }
+
+    #[test]
+    fn short_tool_outputs_are_sent_whole_long_ones_keep_status_and_error_lines() {
+        let enc = Encoding::O200kBase;
+        assert_eq!(result_text(enc, " 3 passed \n", false).unwrap(), "3 passed");
+        assert_eq!(
+            result_text(enc, "no such report", true).unwrap(),
+            "[error] no such report"
+        );
+        let mut lines: Vec<String> = (0..300).map(|k| format!("step {k} done")).collect();
+        lines.insert(150, "error: cannot open src/lib.rs".into());
+        lines.push("exit code 127".into());
+        let out = result_text(enc, &lines.join("\n"), false).unwrap();
+        assert!(
+            out.starts_with("[output of 1,")
+                && out.contains(", failed (exit code 127), shortened]"),
+            "{out}"
+        );
+        assert!(out.contains("\nstep 0 done\n"), "{out}");
+        assert!(out.ends_with("error: cannot open src/lib.rs"), "{out}");
+        assert!(!out.contains("step 150 done"), "{out}");
+        assert!(enc.count(&out).unwrap() < RESULT_TOKENS + 60, "{out}");
+    }
+
+    #[test]
+    fn call_arguments_keep_each_key_and_the_start_of_long_values() {
+        let enc = Encoding::O200kBase;
+        let patch = format!("--- a/src/x.rs\n{}", "+ line\n".repeat(500));
+        let args = json!({"path": "src/x.rs", "patch": patch, "n": [1, 2]});
+        let out = call_text(enc, "apply_patch", &args).unwrap();
+        assert!(
+            out.starts_with(
+                r#"[called apply_patch({"path":"src/x.rs","patch":"--- a/src/x.rs\n+ line"#
+            ),
+            "{out}"
+        );
+        assert!(out.ends_with(r#"","n":[1,2]})]"#), "{out}");
+        assert!(enc.count(&out).unwrap() <= ARG_TOKENS + 30, "{out}");
+        // Arguments that are not JSON are shown as text.
+        assert_eq!(
+            call_text(enc, "f", &Value::String("not json".into())).unwrap(),
+            "[called f(not json)]"
+        );
     }
 
     #[test]
