@@ -37,7 +37,7 @@ const MIN_SUMMARY_TOKENS: usize = 16;
 /// The default instructions sent to the summarizer.
 pub const DEFAULT_PROMPT: &str = "You summarize the earlier part of a conversation between a user and an AI assistant (which may use tools) so that the assistant can continue the work without the original messages. Write a concise, factual summary with these sections:\n1. Task and intent: what the user asked for and why.\n2. Done so far: the actions taken and tool calls made, with their outcomes.\n3. Current state: file paths, identifiers, values, errors seen and decisions made, exactly as written.\n4. Remaining: what is still to be done.\nDo not invent anything. Do not address the user. Output only the summary.";
 
-/// Replace older messages with a summary (an LLM's, an offline digest, or your own text).
+/// Replace older messages with a summary (an LLM's, an offline ledger, or your own text).
 ///
 /// Every unpinned message older than the --keep-recent newest (extended back so no tool call
 /// is separated from its result) is summarized into one message, placed after the pinned
@@ -89,7 +89,9 @@ pub struct Args {
     #[arg(long)]
     pub force: bool,
 
-    /// Where the summary comes from.
+    /// Where the summary comes from: llm (an OpenAI-compatible server), extractive (an offline
+    /// ledger: the task, actions, files edited, tests run, errors, the latest state; see
+    /// docs/summarize.md), or auto.
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: Engine,
 
@@ -450,8 +452,8 @@ impl Summarizer {
 
     /// The summary text of `selected`, extending `previous` when there is one, asked for in at
     /// most `max_tokens` (the caller clips whatever comes back), and whether the server cut it
-    /// short (`finish_reason: "length"`). `task` is the position of the conversation's task
-    /// among `selected`, if it is one of them.
+    /// short (`finish_reason: "length"`). `task` says where the conversation's task is: among
+    /// `selected`, kept in the conversation, or nowhere.
     #[allow(clippy::too_many_arguments)]
     fn text(
         &self,
@@ -461,7 +463,7 @@ impl Summarizer {
         model: &str,
         counter: &Counter,
         max_tokens: usize,
-        task: Option<usize>,
+        task: crate::extractive::Task,
     ) -> Result<(String, bool)> {
         match (&self.summary_text, self.engine) {
             (Some(t), _) => Ok((t.clone(), false)),
@@ -470,7 +472,6 @@ impl Summarizer {
             }
             (None, _) => crate::extractive::summarize(
                 selected,
-                dialect,
                 counter.settings.encoding,
                 max_tokens,
                 previous,
@@ -958,7 +959,11 @@ pub fn summarize(
             &summary_model,
             counter,
             bound,
-            task_in_range,
+            match (task_in_range, out.plan.task) {
+                (Some(k), _) => crate::extractive::Task::InRange(k),
+                (None, Some(_)) => crate::extractive::Task::Kept,
+                (None, None) => crate::extractive::Task::None,
+            },
         ) {
             Ok((t, cut_short)) => {
                 out.summary_truncated = cut_short;
