@@ -636,8 +636,8 @@ struct Action {
     owner: String,
     /// Files it edits once it succeeds (editors: the result says whether it did).
     edits: Vec<String>,
-    /// The line of a multi-line command that runs the tests, and its last line (whose status
-    /// is the command's): what test and error items name.
+    /// The line of a shell command that runs the tests, and its last line (whose status is the
+    /// command's), unclipped: what test and error items name.
     test_line: Option<String>,
     last_line: Option<String>,
     answered: bool,
@@ -885,13 +885,15 @@ impl Reader {
             .last()
             .map(|c| c.name().to_string())
             .unwrap_or_default();
-        if lines.len() > 1 {
-            a.test_line = lines
+        a.test_line = if lines.len() > 1 {
+            lines
                 .iter()
                 .find(|l| shell::parse(l).runs_tests())
-                .map(|l| l.to_string());
-            a.last_line = lines.last().map(|l| l.to_string());
-        }
+                .map(|l| l.to_string())
+        } else {
+            lines.first().map(|l| l.to_string())
+        };
+        a.last_line = lines.last().map(|l| l.to_string());
         a
     }
 
@@ -1094,14 +1096,44 @@ fn edit_failed(text: &str) -> bool {
     .any(|p| text.contains(p))
 }
 
-/// An action as named inside an error or test item: without a leading `cd DIR && ` (where it
-/// ran says little), clipped in the middle so both its start and its end (a file name) show.
+/// An action as named inside an error or test item: without what says little there, a
+/// leading `cd DIR && `, variable assignments (`PYTHONPATH=src`), a trailing `2>&1`, `| tail
+/// -50` or `| head -20`; clipped in the middle so both its start and its end (a file name) show.
 fn item_label(action: &str) -> String {
     let mut a = action.trim();
-    while let Some(rest) = a.strip_prefix("cd ") {
-        match rest.split_once(" && ") {
-            Some((dir, after)) if !dir.contains(char::is_whitespace) => a = after.trim(),
-            _ => break,
+    loop {
+        let before = a;
+        if let Some((dir, after)) = a.strip_prefix("cd ").and_then(|r| r.split_once(" && ")) {
+            if !dir.contains(char::is_whitespace) {
+                a = after.trim_start();
+            }
+        }
+        if let Some((first, rest)) = a.split_once(' ') {
+            let name = first.split_once('=').map(|(n, _)| n);
+            let plain = !first.contains(['"', '\'', '$', '`']);
+            if plain
+                && name.is_some_and(|n| {
+                    !n.is_empty()
+                        && n.bytes()
+                            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                })
+            {
+                a = rest.trim_start();
+            }
+        }
+        if let Some((head, tail)) = a.rsplit_once(" | ") {
+            let t = tail.trim();
+            let viewer = (t.starts_with("tail") || t.starts_with("head"))
+                && t[4..]
+                    .chars()
+                    .all(|c| c == ' ' || c == '-' || c == 'n' || c.is_ascii_digit());
+            if viewer {
+                a = head.trim_end();
+            }
+        }
+        a = a.strip_suffix(" 2>&1").unwrap_or(a).trim_end();
+        if a == before {
+            break;
         }
     }
     clip_middle_line(a, ACTION_IN_ITEM_CHARS)
@@ -1758,6 +1790,35 @@ mod tests {
         assert!(!out.contains("— grep -n missing"), "{out}");
         assert!(!out.contains("error: bad"), "{out}");
         assert!(!out.contains("Python Interpreter"), "{out}");
+    }
+
+    #[test]
+    fn error_items_name_their_action_briefly_and_count_repeats() {
+        let failing = "Traceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'path'\n<returncode>1</returncode>";
+        let msgs = vec![
+            call(
+                "a",
+                "bash",
+                json!({"command": "cd /repo && PYTHONPATH=src DEBUG=1 python x.py 2>&1 | tail -20"}),
+            ),
+            result("a", failing),
+            call("b", "bash", json!({"command": "python x.py --again"})),
+            result("b", failing),
+        ];
+        let out = ledger(&msgs, Task::None);
+        assert_eq!(
+            section(&out, "Errors"),
+            ["KeyError: 'path' — python x.py (exit 1) ×2"],
+            "{out}"
+        );
+        assert_eq!(
+            section(&out, "Tests run"),
+            [
+                "python x.py → KeyError: 'path' (exit 1)",
+                "python x.py --again → KeyError: 'path' (exit 1)"
+            ],
+            "{out}"
+        );
     }
 
     #[test]
