@@ -1821,6 +1821,40 @@ mod tests {
         );
     }
 
+    /// After `ctx prune`, a cleared result is a placeholder: its status and salient lines still
+    /// say what failed.
+    #[test]
+    fn prune_placeholders_still_report_failures() {
+        let template = crate::clip::Template::parse(crate::clip::DEFAULT_PLACEHOLDER);
+        let output = "============ test session starts ============\nE   KeyError: 'content-type'\nFAILED tests/test_parse.py::test_header - KeyError: 'content-type'\n1 failed in 0.05s\n<returncode>1</returncode>";
+        let p = crate::excerpt::placeholder(
+            &template,
+            ENC,
+            "bash",
+            "python -m pytest -x",
+            output,
+            false,
+            900,
+        )
+        .unwrap();
+        let msgs = vec![
+            call("a", "bash", json!({"command": "python -m pytest -x"})),
+            result("a", &p.text),
+        ];
+        let out = ledger(&msgs, Task::None);
+        assert_eq!(
+            section(&out, "Tests run"),
+            ["python -m pytest -x → 1 failed in 0.05s (exit 1)"],
+            "{}\n{out}",
+            p.text
+        );
+        assert!(
+            section(&out, "Errors").contains(&"FAILED tests/test_parse.py::test_header - KeyError: 'content-type' — python -m pytest -x (exit 1)"),
+            "{}\n{out}",
+            p.text
+        );
+    }
+
     #[test]
     fn tests_run_with_their_outcomes() {
         let out = ledger(&openhands(), Task::InRange(0));
