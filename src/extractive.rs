@@ -1411,7 +1411,12 @@ fn calls(m: &Value) -> Vec<(Option<String>, String, Value)> {
     }
     if let Some(parts) = m.get("content").and_then(Value::as_array) {
         for p in parts {
-            if p.get("type").and_then(Value::as_str) == Some("tool_use") {
+            // Server tools (`server_tool_use`: web search, code execution) are actions too;
+            // their results come in the same message, and say nothing the ledger keeps.
+            if matches!(
+                p.get("type").and_then(Value::as_str),
+                Some("tool_use" | "server_tool_use")
+            ) {
                 out.push((id_of(p), name_of(p), arguments(p.get("input"))));
             }
         }
@@ -2059,11 +2064,23 @@ mod tests {
                 {"type": "tool_result", "tool_use_id": "toolu_2", "content": "a.md"}
             ]}),
             json!({"role": "assistant", "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "docs permissions"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
                 {"type": "redacted_thinking", "data": "zzz"},
                 {"type": "text", "text": "<think>hidden musing</think>I cannot read ./docs."}
             ]}),
         ];
         let out = ledger(&msgs, Task::InRange(0));
+        assert_eq!(
+            section(&out, "Actions"),
+            [
+                "ls(./docs)",
+                "ls ./docs",
+                "ls ./doc",
+                "web_search(docs permissions)"
+            ],
+            "{out}"
+        );
         assert!(
             out.starts_with("Task: List the files in ./docs\n\n"),
             "{out}"
