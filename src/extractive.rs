@@ -349,8 +349,11 @@ impl Ledger {
     /// their sections (repeats counted), the task kept, the latest state and what remains
     /// replaced by the newer ones.
     fn merge(&mut self, new: Ledger) {
-        match (&self.task, new.task) {
+        match (self.task.as_deref(), new.task) {
             (None, t) => self.task = t,
+            // The task was kept in the conversation and is now summarized (`--no-keep-task`):
+            // its text replaces the reference.
+            (Some(TASK_KEPT), Some(t)) => self.task = Some(t),
             // A task was already written: any later one is a request (only happens when the
             // real one was summarized away without being pinned).
             (Some(_), Some(t)) if t != TASK_KEPT => self.add(REQUESTS, t),
@@ -2311,6 +2314,14 @@ mod tests {
             again.starts_with("Task: /workspace/app Fix the crash"),
             "{again}"
         );
+        // A reference is replaced by the task's text once the task itself is summarized.
+        let kept = ledger(&msgs[1..3], Task::Kept);
+        let now = summarize(&msgs[..1], ENC, 4000, Some(&kept), Task::InRange(0)).unwrap();
+        assert!(
+            now.starts_with("Task: /workspace/app Fix the crash"),
+            "{now}"
+        );
+        assert!(!now.contains(TASK_KEPT), "{now}");
         // Free text (an LLM's summary) is kept as `Earlier:`, quoted.
         let llm = "Task: fix the parser.\nDone so far: read src/parser.rs.";
         let out = summarize(&msgs[1..3], ENC, 4000, Some(llm), Task::Kept).unwrap();
