@@ -619,10 +619,11 @@ fn says_something(text: &str) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     /// A shell command. `reads`: it only reads files (its output's lines are not the agent's
-    /// errors unless it failed); `owner`: the name of the command whose status is the script's.
+    /// errors unless it failed).
     Shell { reads: bool },
-    /// An editing tool or an editor command; `view` when it only shows a file.
-    Editor { view: bool },
+    /// An editing tool or an editor command (also one that only shows a file: its lines are
+    /// the file's, and its edits none).
+    Editor,
     /// Any other tool.
     Other,
 }
@@ -794,7 +795,7 @@ impl Reader {
     /// Records what unanswered actions of the previous message would have edited.
     fn flush(&mut self) {
         for a in std::mem::take(&mut self.pending) {
-            if !a.answered && matches!(a.kind, Kind::Editor { .. }) {
+            if !a.answered && matches!(a.kind, Kind::Editor) {
                 for f in a.edits {
                     self.ledger.add(FILES, f);
                 }
@@ -818,12 +819,7 @@ impl Reader {
         .filter(|p| !p.is_empty());
         let action = |short: String, kind: Kind| Action::new(id.clone(), short, kind);
         if let (Some(sub), Some(p)) = (sub, path) {
-            let mut a = action(
-                clip_action(&format!("{name} {sub} {p}")),
-                Kind::Editor {
-                    view: sub == "view",
-                },
-            );
+            let mut a = action(clip_action(&format!("{name} {sub} {p}")), Kind::Editor);
             if !matches!(sub, "view") {
                 a.edits.push(p.to_string());
             }
@@ -843,7 +839,7 @@ impl Reader {
             format!("{name}({args_short})")
         };
         if edit_tool(name, Some(args)) {
-            let mut a = action(clip_action(&short), Kind::Editor { view: false });
+            let mut a = action(clip_action(&short), Kind::Editor);
             a.edits
                 .extend(path.map(str::to_string).or_else(|| self.open_file.clone()));
             return a;
@@ -946,8 +942,8 @@ impl Reader {
         let mut words = first.split_whitespace();
         let verb = words.next().unwrap_or("");
         let arg = words.next();
-        let editor = |short: &str, view: bool, edits: Vec<String>| {
-            let mut a = Action::new(None, clip_action(short), Kind::Editor { view });
+        let editor = |short: &str, edits: Vec<String>| {
+            let mut a = Action::new(None, clip_action(short), Kind::Editor);
             a.edits = edits;
             a
         };
@@ -959,17 +955,16 @@ impl Reader {
                     Some(f) => format!("{first} ({})", f.rsplit('/').next().unwrap_or(f)),
                     None => first.to_string(),
                 };
-                editor(&short, false, self.open_file.iter().cloned().collect())
+                editor(&short, self.open_file.iter().cloned().collect())
             }
             "create" => editor(
                 first,
-                false,
                 arg.map(|a| a.trim_matches(['"', '\'']).to_string())
                     .into_iter()
                     .collect(),
             ),
             "open" | "goto" | "scroll_up" | "scroll_down" | "search_file" | "search_dir"
-            | "find_file" | "submit" => editor(first, true, Vec::new()),
+            | "find_file" | "submit" => editor(first, Vec::new()),
             _ => self.shell(None, body),
         })
     }
@@ -1012,7 +1007,7 @@ impl Reader {
                     self.test(&label, &out, errors);
                 }
             }
-            Kind::Editor { .. } => {
+            Kind::Editor => {
                 let failed = failure.is_some() || out.first_is_error || edit_failed(text);
                 if failed {
                     self.errors(&short, failure.as_deref(), &out.errors, &out);
