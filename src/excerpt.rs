@@ -187,7 +187,7 @@ pub fn excerpt(text: &str, is_error: bool) -> Excerpt {
         if t.is_empty() {
             continue;
         }
-        if !is_status_only(t) && !is_tag_only(t) && !is_prompt(t) && !is_number(t) {
+        if shows_output(t) {
             head.get_or_insert((i, t));
             tail = Some((i, t));
         }
@@ -395,6 +395,12 @@ fn is_status_only(line: &str) -> bool {
     line.len() <= 48 && matches!(exit_in_line(line), Some(Exit::Code(_)))
 }
 
+/// Whether a line (undecorated) says something of an output: not only its exit status (a
+/// status is reported apart), a markup tag, a shell prompt or a bare line number.
+pub fn shows_output(line: &str) -> bool {
+    !is_status_only(line) && !is_tag_only(line) && !is_prompt(line) && !is_number(line)
+}
+
 /// A line that is only a markup tag (`<output>`, `</stdout>`).
 fn is_tag_only(line: &str) -> bool {
     line.strip_prefix('<')
@@ -411,7 +417,7 @@ fn is_tag_only(line: &str) -> bool {
 /// The line without surrounding blanks and banner rules (`===== 1 failed in 0.5s =====` →
 /// `1 failed in 0.5s`): a run of three or more `=`, `-`, `_`, `*`, `#` or `~` at either end. A
 /// line that is only a rule becomes empty.
-fn undecorate(line: &str) -> &str {
+pub fn undecorate(line: &str) -> &str {
     const RULES: &[u8] = b"=-_*#~";
     let mut t = line.trim();
     let b = t.as_bytes();

@@ -21,5 +21,6 @@ pub mod models;
 pub mod output;
 pub mod profile;
 pub mod settings;
+pub mod shell;
 pub mod signals;
 pub mod tokenizer;

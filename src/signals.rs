@@ -464,6 +464,24 @@ fn edit_command(block: &str) -> bool {
 /// The bodies of the fenced code blocks (```) of a markdown text; an unclosed fence runs to the
 /// end.
 fn fenced_blocks(text: &str) -> Vec<&str> {
+    fences(text).into_iter().map(|f| f.body).collect()
+}
+
+/// A fenced code block (```) of a markdown text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fence<'a> {
+    /// Where the opening fence is in the text.
+    pub start: usize,
+    /// The info string after the opening fence (`bash`, `python`, `mswea_bash_command`), trimmed.
+    pub info: &'a str,
+    pub body: &'a str,
+    /// Where the block ends in the text: after its closing fence's line (the text's end when
+    /// the fence is not closed).
+    pub end: usize,
+}
+
+/// The fenced code blocks of a markdown text, in order; an unclosed fence runs to the end.
+pub fn fences(text: &str) -> Vec<Fence<'_>> {
     let mut out = Vec::new();
     let b = text.as_bytes();
     // A fence opens its line (after an indent). The look back stops at the first other byte,
@@ -476,12 +494,20 @@ fn fenced_blocks(text: &str) -> Vec<&str> {
             .is_none_or(|&c| c == b'\n')
     });
     while let Some(open) = fences.next() {
-        let body_start = memchr::memchr(b'\n', &b[open..]).map_or(text.len(), |i| open + i + 1);
-        let close = fences
-            .by_ref()
-            .find(|&c| c >= body_start)
-            .unwrap_or(text.len());
-        out.push(&text[body_start..close.max(body_start)]);
+        let line_end = memchr::memchr(b'\n', &b[open..]).map_or(text.len(), |i| open + i);
+        let body_start = (line_end + 1).min(text.len());
+        let info = text[open + 3..line_end].trim();
+        let close = fences.by_ref().find(|&c| c >= body_start);
+        let end = close.map_or(text.len(), |c| {
+            memchr::memchr(b'\n', &b[c..]).map_or(text.len(), |i| c + i)
+        });
+        let close = close.unwrap_or(text.len());
+        out.push(Fence {
+            start: open,
+            info,
+            body: &text[body_start..close.max(body_start)],
+            end,
+        });
     }
     out
 }

@@ -749,3 +749,86 @@ fn a_note_never_comes_before_the_task() {
     );
     assert_eq!(error_count(&parse(again, Dialect::Anthropic)), 0);
 }
+
+/// fit's summarize stage reads the messages as the agent saw them, not what earlier stages
+/// left of them: the test command at the end of a long script whose arguments the args stage
+/// shortened (keeping their start) is still in the summary's trail.
+#[test]
+fn fit_summarizes_the_original_messages_not_what_earlier_stages_left() {
+    let filler = |tag: &str| -> String {
+        (0..25)
+            .map(|k| format!("{tag} line {k}: collecting module_{k}.py ... ok\n"))
+            .collect()
+    };
+    let wanted = "python -m pytest tests/test_settings_loader.py";
+    let body: String = (0..60)
+        .map(|k| format!("SETTING_{k} = os.environ.get('APP_SETTING_{k}', 'default-{k}')\n"))
+        .collect();
+    let script = format!("cat > /srv/app/settings.py <<'EOF'\n{body}EOF\n{wanted}");
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": "Make the build pass."}),
+    ];
+    for k in 0..30 {
+        let id = format!("call_{k}");
+        let command = if k == 0 {
+            script.clone()
+        } else {
+            format!("make step{k}")
+        };
+        let arguments = json!({ "command": command }).to_string();
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "bash", "arguments": arguments}}
+        ]}));
+        messages.push(
+            json!({"role": "tool", "tool_call_id": id, "content": filler(&format!("step{k}"))}),
+        );
+    }
+    messages.push(json!({"role": "assistant", "content": "Next I will fix the settings."}));
+    let input = json!({"model": "gpt-4o", "messages": messages});
+    // Shortened, the script's arguments no longer show the test command.
+    let (code, pruned, stderr) = ctx_cli(&["prune", "--keep", "0", "--shorten-args", "64"], &input);
+    assert_eq!(code, 0, "{stderr}");
+    let pruned: Value = serde_json::from_str(&pruned).unwrap();
+    let shortened = pruned["messages"][2]["tool_calls"][0]["function"]["arguments"]
+        .as_str()
+        .unwrap();
+    assert!(!shortened.contains(wanted), "{shortened}");
+
+    let (code, stdout, stderr) = ctx_cli(
+        &[
+            "fit",
+            "--budget",
+            "2000",
+            "--summarize=extractive",
+            "--report",
+            "-",
+        ],
+        &input,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let report = stderr
+        .lines()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .unwrap();
+    let stages: Vec<&str> = report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
+    assert!(
+        stages.contains(&"args") && stages.contains(&"summarize"),
+        "{report}"
+    );
+    let out: Value = serde_json::from_str(&stdout).unwrap();
+    let summary = out["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| is_summary(m))
+        .unwrap_or_else(|| panic!("no summary: {stdout}"));
+    let text = summary["content"].as_str().unwrap();
+    assert!(text.contains(wanted), "{text}");
+    assert!(text.contains("/srv/app/settings.py"), "{text}");
+}

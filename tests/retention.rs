@@ -27,6 +27,26 @@ fn fit_keeps_what_the_next_turn_needs() {
     let levels = [Level::Quarter, Level::Fixed8k];
     let tallies = measure(ctx, &files, &levels, &Method::ALL);
     for level in levels {
+        // A summary keeps the trail of what it replaces: never less than plain fit keeps, and
+        // a fair share of the summarized messages' facts.
+        let plain = &tallies[&(level, Method::Fit)];
+        let summarized = &tallies[&(level, Method::FitSummarize)];
+        assert!(
+            summarized.retention() >= plain.retention(),
+            "at {}: fit+summarize retained {:.1}%, fit {:.1}%",
+            level.name(),
+            summarized.retention(),
+            plain.retention()
+        );
+        let (found, all) = summarized
+            .summary
+            .values()
+            .fold((0, 0), |(k, n), &(a, b)| (k + a, n + b));
+        assert!(
+            summarized.summarized > 0 && found * 100 >= all * 30,
+            "at {}: the summaries hold {found} of the {all} facts of what they replace",
+            level.name()
+        );
         let naive = &tallies[&(level, Method::Naive)];
         for method in [Method::Fit, Method::FitSummarize] {
             let t = &tallies[&(level, method)];

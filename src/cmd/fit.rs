@@ -446,6 +446,9 @@ pub fn fit(
                 o.protect_newest_unit = true;
                 o.max_tool_tokens = None;
                 o.shorten_args = None;
+                // A later summarize stage reads the originals of what this one rewrites.
+                o.keep_originals |=
+                    summarizer.is_some() && opts.stages[k + 1..].contains(&Stage::Summarize);
                 // Clipping, too, takes only what is needed: the largest result first loses just
                 // the excess (never keeping more than the clip limit would), and only if the
                 // document is still over does every oversized result go down to the limit.
@@ -560,16 +563,20 @@ pub fn fit(
                     .origins
                     .iter()
                     .map(|o| o.and_then(|j| st.dropped.get(&j)).map(|d| &d.message))
+                    .map(|m| m.filter(|m| !m.is_null()))
                     .collect();
                 // An offline engine costs little: find the most recent messages that can stay
-                // verbatim beside a summary within the budget (fewer summarized messages, a
-                // larger output), by bisection from the estimate up. The summary keeps its
-                // room: a summary clipped below `summary_room` to make way for one more
-                // verbatim message loses more (the trail of the whole range) than it gains.
+                // verbatim beside the summary (fewer summarized messages, a larger output), by
+                // bisection from the estimate up. The summary keeps its room: the kept messages
+                // must leave it `summary_room`, or its whole size when it says everything in
+                // less. A summary squeezed below that to make way for one more verbatim message
+                // loses more (the trail of the whole range) than the message brings.
                 if s.engine_name() != "llm" {
                     let fits = |k: usize| -> Result<bool> {
                         let mut t = o.clone();
                         t.keep_recent = k;
+                        // The summary as the engine writes it when the budget does not bound it.
+                        t.budget = Some(u64::MAX);
                         let r = summarize::summarize(
                             doc.clone(),
                             counter,
@@ -578,10 +585,11 @@ pub fn fit(
                             s,
                             &originals,
                         )?;
-                        Ok(r.skipped.is_none()
-                            && r.fallback.is_none()
-                            && r.tokens_after <= budget
-                            && (!r.clipped || r.summary_tokens >= summary_room))
+                        if r.skipped.is_some() || r.fallback.is_some() || r.covered.is_none() {
+                            return Ok(false);
+                        }
+                        let kept = r.tokens_after - r.summary_tokens;
+                        Ok(kept + r.summary_tokens.min(summary_room) <= budget)
                     };
                     let (mut lo, mut hi) = (o.keep_recent, pinned.len());
                     if lo < hi && fits(lo)? {

@@ -79,7 +79,7 @@ const CALL_TOKENS: usize = 300;
 /// summary and transcript.
 const FRAMING_TOKENS: usize = 300;
 
-/// Replace older messages with a summary (an LLM's, an offline digest, or your own text).
+/// Replace older messages with a summary (an LLM's, an offline ledger, or your own text).
 ///
 /// Every unpinned message older than the --keep-recent newest (extended back so no tool call
 /// is separated from its result) is summarized into one message, placed after the pinned
@@ -138,7 +138,9 @@ pub struct Args {
     #[arg(long)]
     pub force: bool,
 
-    /// Where the summary comes from.
+    /// Where the summary comes from: llm (an OpenAI-compatible server), extractive (an offline
+    /// ledger: the task, actions, files edited, tests run, errors, the latest state; see
+    /// docs/summarize.md), or auto.
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: Engine,
 
@@ -499,9 +501,9 @@ impl Summarizer {
 
     /// The summary text of `selected`, extending `previous` when there is one, asked for in at
     /// most `max_tokens` (the caller clips whatever comes back), and whether the server cut it
-    /// short (`finish_reason: "length"`). `task` is the position of the conversation's task
-    /// among `selected`, if it is one of them; `context` the pinned messages that stay before
-    /// the summary ([`Plan::context`]).
+    /// short (`finish_reason: "length"`). `task` says where the conversation's task is: among
+    /// `selected`, kept in the conversation, or nowhere; `context` the pinned messages that stay
+    /// before the summary ([`Plan::context`]).
     #[allow(clippy::too_many_arguments)]
     fn text(
         &self,
@@ -511,7 +513,7 @@ impl Summarizer {
         model: &str,
         counter: &Counter,
         max_tokens: usize,
-        task: Option<usize>,
+        task: crate::extractive::Task,
         context: &[&Value],
     ) -> Result<(String, bool)> {
         match (&self.summary_text, self.engine) {
@@ -521,7 +523,6 @@ impl Summarizer {
             ),
             (None, _) => crate::extractive::summarize(
                 selected,
-                dialect,
                 counter.settings.encoding,
                 max_tokens,
                 previous,
@@ -1073,7 +1074,11 @@ pub fn summarize(
             &summary_model,
             counter,
             bound,
-            task_in_range,
+            match (task_in_range, out.plan.task) {
+                (Some(k), _) => crate::extractive::Task::InRange(k),
+                (None, Some(_)) => crate::extractive::Task::Kept,
+                (None, None) => crate::extractive::Task::None,
+            },
             &context,
         ) {
             Ok((t, cut_short)) => {
