@@ -28,22 +28,30 @@ use crate::input::Origin;
 use crate::output::render;
 use crate::settings::{Budget, ModelArgs, read_tools_file};
 
-/// Bring each document under its budget with the least loss: prune, clip, prune all,
-/// summarize (with --summarize), truncate, cut (with --partial), stopping at the first stage
-/// after which the document fits.
+/// Bring each document under its budget with the least loss: old tool outputs go first, then
+/// the arguments of old calls, then (with --summarize) old messages into a summary, then old
+/// units, and only then newer outputs and the remaining units; each stage takes only what the
+/// budget needs, and the run stops at the first stage after which the document fits. No stage
+/// before partial touches the newest unit.
 ///
 /// Documents at or under --trigger (default: the budget) pass through unchanged; documents over
 /// it come out within the budget. With a trigger above the budget, a loop that calls fit before
 /// every API call compacts once, well below the trigger, and not again until the conversation
 /// has grown past it.
 ///
-/// Stages (--stages chooses and orders them):
-///   prune      old tool results become placeholders (--keep newest kept)
-///   clip       tool results over 25% of the budget are clipped middle-out
-///   prune-all  every tool result becomes a placeholder
-///   summarize  older messages become one summary (only with --summarize or in --stages)
-///   truncate   oldest units are removed (--strategy)
-///   partial    the largest text is cut to the exact budget (only with --partial or in --stages)
+/// Stages, in their default order (--stages chooses and orders them):
+///   prune         old tool results become placeholders, oldest first (the --keep newest and
+///                 those under --min-saving stay)
+///   clip          results over 25% of the budget are clipped middle-out (the largest first)
+///   args          long values in old calls' arguments are shortened (--shorten-args)
+///   summarize     the oldest units become one summary, read from the original messages; as
+///                 many recent units stay verbatim as leave the summary its room (only with
+///                 --summarize or in --stages)
+///   truncate      old units are removed, never the --keep newest exchanges (--strategy)
+///   prune-all     newer results become placeholders too, except the newest unit's
+///   truncate-all  every unpinned unit but the newest is removed
+///   partial       the newest unit's largest text is cut to the exact budget (only with
+///                 --partial or in --stages)
 ///
 /// Example:
 ///   ctx fit --budget 100000 < body.json | curl -d @- https://api.openai.com/v1/chat/completions ...
@@ -73,8 +81,9 @@ pub struct Args {
     #[arg(long, value_name = "N|P%")]
     pub warn_at: Option<Budget>,
 
-    /// The stages to run, in order (default: prune,clip,prune-all,summarize,truncate,partial,
-    /// where summarize needs --summarize and partial needs --partial).
+    /// The stages to run, in order (default:
+    /// prune,clip,args,summarize,truncate,prune-all,truncate-all,partial, where summarize needs
+    /// --summarize and partial needs --partial).
     #[arg(long, value_name = "A,B", value_delimiter = ',', value_enum)]
     pub stages: Vec<Stage>,
 
