@@ -258,6 +258,25 @@ impl Sidecars {
             .filter_map(|(flag, p)| Some((*flag, p.as_deref()?)))
             .filter(|(_, p)| p.as_os_str() != "-")
             .collect();
+        if let [(_, report), (_, dropped)] = named[..] {
+            // An existing file by identity; a file still to be created by its directory and name.
+            let target = |p: &Path| {
+                let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+                let dir = std::fs::canonicalize(dir.unwrap_or(Path::new("."))).ok();
+                (dir, p.file_name().map(|n| n.to_os_string()))
+            };
+            let same = report == dropped
+                || match (regular_file_key(report), regular_file_key(dropped)) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => target(report).0.is_some() && target(report) == target(dropped),
+                };
+            if same {
+                anyhow::bail!(
+                    "--report and --dropped name the same file {}: the two would overwrite each other (choose two paths)",
+                    report.display()
+                );
+            }
+        }
         if !named.is_empty() {
             let reads_stdin = inputs.is_empty() || inputs.iter().any(|f| f.as_os_str() == "-");
             let stdin = if reads_stdin { stdin_key() } else { None };

@@ -187,6 +187,62 @@ fn a_sidecar_that_is_an_input_is_refused_and_the_input_kept() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--report` and `--dropped` naming one file would write over each other; by whatever name
+/// (`./r.json`, an existing file or one still to be made), that is a usage error and nothing is
+/// written.
+#[test]
+fn report_and_dropped_may_not_name_the_same_file() {
+    let dir = scratch("report-is-dropped");
+    std::fs::write(dir.join("a.json"), data("fit_agent.json")).unwrap();
+    for existing in [false, true] {
+        let _ = std::fs::remove_file(dir.join("r.json"));
+        if existing {
+            std::fs::write(dir.join("r.json"), b"keep").unwrap();
+        }
+        for (report, dropped) in [("r.json", "r.json"), ("r.json", "./r.json")] {
+            let args = [
+                "fit",
+                "--budget",
+                "500",
+                "--report",
+                report,
+                "--dropped",
+                dropped,
+                "a.json",
+            ];
+            let out = ctx_in(&dir, &args, b"");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(out.stdout.is_empty(), "{args:?}");
+            assert!(
+                stderr.starts_with("ctx: --report and --dropped name the same file"),
+                "{args:?}: {stderr}"
+            );
+            assert_eq!(
+                std::fs::read(dir.join("r.json")).ok(),
+                existing.then(|| b"keep".to_vec()),
+                "{args:?}"
+            );
+        }
+    }
+    let out = ctx_in(
+        &dir,
+        &[
+            "fit",
+            "--budget",
+            "500",
+            "--report",
+            "r.json",
+            "--dropped",
+            "d.json",
+            "a.json",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // A closed stderr
 // ---------------------------------------------------------------------------------------------
