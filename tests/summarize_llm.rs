@@ -131,7 +131,6 @@ fn transcript_part(user: &str) -> &str {
         .unwrap_or(rest.len())]
 }
 
-
 /// Asserts an exit 4 with nothing on stdout and exactly one `ctx: ... summarizer failed` line.
 fn assert_failed(run: &Run) {
     assert_eq!(run.code, 4, "stderr: {}", run.stderr);
