@@ -28,7 +28,7 @@ fn ok(text: &str) -> Reply {
 
 fn endpoint(server: &Server, key: Option<&str>, retries: u32) -> Endpoint {
     Endpoint {
-        base_url: url(&server),
+        base_url: url(server),
         api_key: key.map(str::to_string),
         timeout: Duration::from_millis(300),
         retries,
