@@ -12,6 +12,7 @@ pub mod cmd;
 pub mod conversation;
 pub mod counter;
 pub mod document;
+pub mod exact;
 pub mod excerpt;
 pub mod extractive;
 pub mod image;

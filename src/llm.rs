@@ -1,12 +1,13 @@
-//! The HTTP client for OpenAI-compatible `/chat/completions` endpoints, and the only module of ctx
-//! that talks HTTP. One call of [`chat`] builds one `ureq::Agent` with a global timeout, posts the
-//! request, retries 429, 5xx, timeouts and connection errors with capped exponential backoff
-//! (honouring `Retry-After`), reads error bodies itself so the server's message reaches the user,
-//! and accepts only a reply with non-empty text: an empty or malformed reply is an error, never a
-//! summary. The API key never appears in any error text.
+//! The HTTP client of ctx, and the only module that talks HTTP: JSON POSTs to the summarizer's
+//! OpenAI-compatible `/chat/completions` endpoint ([`chat`]) and to the providers' token-counting
+//! endpoints (`count --exact`, through [`post`]). One call builds one `ureq::Agent` with a global
+//! timeout, posts the request, retries 429, 5xx, timeouts and connection errors with capped
+//! exponential backoff (honouring `Retry-After`), reads error bodies itself so the server's
+//! message reaches the user, and accepts only a reply its caller can read: an empty or malformed
+//! reply is an error, never a result. The API key never appears in any error text.
 //!
-//! It also owns the base URL ([`BaseUrl`]): checked once, the `/chat/completions` path put before
-//! its query string, credentials written into it (`user:password@`) sent as HTTP Basic auth, and
+//! It also owns the base URL ([`BaseUrl`]): checked once, the request's path put before its
+//! query string, credentials written into it (`user:password@`) sent as HTTP Basic auth, and
 //! printed only with those credentials and every query value but `api-version` redacted.
 //! Redirects are never followed: a 3xx reply is an error that names where it pointed (redacted),
 //! since following one would carry the conversation, and maybe the key, to another server.
@@ -155,8 +156,15 @@ impl BaseUrl {
     /// Whether this is OpenAI's own API (`https://api.openai.com`), where `OPENAI_API_KEY` may
     /// go whatever named the URL.
     pub fn is_openai(&self) -> bool {
-        let host = self.host.to_ascii_lowercase();
-        self.scheme == "https" && (host == "api.openai.com" || host == "api.openai.com:443")
+        self.is_https_host("api.openai.com")
+    }
+
+    /// Whether this URL is `https://{host}` (any path, port 443 or none): a provider's own API,
+    /// where that provider's key may go whatever named the URL.
+    pub fn is_https_host(&self, host: &str) -> bool {
+        let mine = self.host.to_ascii_lowercase();
+        self.scheme == "https"
+            && (mine == host || mine.strip_suffix(":443").is_some_and(|h| h == host))
     }
 
     /// Whether the URL holds credentials (`user:password@`).
@@ -354,8 +362,8 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_SERVER_MESSAGE: usize = 200;
 
 /// What one attempt came to.
-enum Attempt {
-    Done(ChatReply),
+enum Attempt<T> {
+    Done(T),
     /// Worth another attempt; `wait` is the server's `Retry-After`, if any.
     Retry {
         why: String,
@@ -368,9 +376,40 @@ enum Attempt {
     },
 }
 
+/// How an endpoint's API key is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer KEY` (OpenAI and the servers compatible with it).
+    Bearer,
+    /// The key as the whole value of this header (`x-api-key`, `x-goog-api-key`).
+    Named(&'static str),
+}
+
+/// One JSON POST under an endpoint's base URL.
+#[derive(Debug, Clone, Copy)]
+pub struct Post<'a> {
+    /// The path under the base URL: `chat/completions`, `v1/messages/count_tokens`.
+    pub path: &'a str,
+    /// How the endpoint's key is sent.
+    pub key_header: KeyHeader,
+    /// Other headers, such as `anthropic-version` (never a secret: they may be printed).
+    pub headers: &'a [(&'a str, &'a str)],
+    pub body: &'a Value,
+}
+
+/// A reply [`post`] read, with what it took.
+#[derive(Debug, Clone)]
+pub struct Replied<T> {
+    /// What the caller's parser made of the 2xx body.
+    pub value: T,
+    /// Attempts made, the successful one included.
+    pub attempts: u32,
+    /// Wall time of the whole call, retries and waits included.
+    pub latency: Duration,
+}
+
 /// Posts `req` to `{base_url}/chat/completions`, retrying as [`Endpoint`] says.
 pub fn chat(endpoint: &Endpoint, req: &ChatRequest) -> Result<ChatReply, LlmError> {
-    let url = endpoint.base_url.join("chat/completions");
     // Only `max_tokens`: every OpenAI-compatible server accepts it, while the newer
     // `max_completion_tokens` is rejected by some of them.
     let body = json!({
@@ -378,7 +417,30 @@ pub fn chat(endpoint: &Endpoint, req: &ChatRequest) -> Result<ChatReply, LlmErro
         "messages": req.messages,
         "max_tokens": req.max_tokens,
     });
-    let body = serde_json::to_vec(&body).map_err(|e| LlmError {
+    let post_req = Post {
+        path: "chat/completions",
+        key_header: KeyHeader::Bearer,
+        headers: &[],
+        body: &body,
+    };
+    let replied = post(endpoint, &post_req, parse_reply)?;
+    Ok(ChatReply {
+        attempts: replied.attempts,
+        latency: replied.latency,
+        ..replied.value
+    })
+}
+
+/// Posts `req` under the endpoint's base URL, retrying 429, 5xx, timeouts and connection errors
+/// as [`Endpoint`] says, and reads a 2xx body with `parse` (whose error, like every other, ends
+/// the call: a reply the caller cannot read is not retried).
+pub fn post<T>(
+    endpoint: &Endpoint,
+    req: &Post<'_>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Replied<T>, LlmError> {
+    let url = endpoint.base_url.join(req.path);
+    let body = serde_json::to_vec(req.body).map_err(|e| LlmError {
         message: format!("cannot encode the request: {e}"),
         status: None,
     })?;
@@ -396,32 +458,52 @@ pub fn chat(endpoint: &Endpoint, req: &ChatRequest) -> Result<ChatReply, LlmErro
     let mut backoff = FIRST_BACKOFF;
     loop {
         attempts = attempts.saturating_add(1);
-        match attempt(&agent, endpoint, &url, &body) {
-            Attempt::Done(mut reply) => {
-                reply.attempts = attempts;
-                reply.latency = started.elapsed();
-                return Ok(reply);
+        match attempt(&agent, endpoint, req, &url, &body, &parse) {
+            Attempt::Done(value) => {
+                return Ok(Replied {
+                    value,
+                    attempts,
+                    latency: started.elapsed(),
+                });
             }
             Attempt::Retry { wait, .. } if attempts <= endpoint.retries => {
                 thread::sleep(wait.unwrap_or(backoff).min(endpoint.max_backoff));
                 backoff = backoff.saturating_mul(2);
             }
             Attempt::Retry { why, status, .. } | Attempt::Fail { why, status } => {
-                return Err(failure(endpoint, &why, status, attempts));
+                return Err(failure(endpoint, req.path, &why, status, attempts));
             }
         }
     }
 }
 
 /// One POST, classified.
-fn attempt(agent: &ureq::Agent, endpoint: &Endpoint, url: &str, body: &[u8]) -> Attempt {
+fn attempt<T>(
+    agent: &ureq::Agent,
+    endpoint: &Endpoint,
+    req: &Post<'_>,
+    url: &str,
+    body: &[u8],
+    parse: &impl Fn(&str) -> Result<T, String>,
+) -> Attempt<T> {
     let mut request = agent
         .post(url)
         .header("Content-Type", "application/json")
         .header("Accept", "application/json");
+    for (name, value) in req.headers {
+        request = request.header(*name, *value);
+    }
+    let mut authorization_taken = false;
     if let Some(key) = &endpoint.api_key {
-        request = request.header("Authorization", format!("Bearer {key}"));
-    } else if let Some(basic) = endpoint.base_url.basic_auth() {
+        match req.key_header {
+            KeyHeader::Bearer => {
+                request = request.header("Authorization", format!("Bearer {key}"));
+                authorization_taken = true;
+            }
+            KeyHeader::Named(name) => request = request.header(name, key.as_str()),
+        }
+    }
+    if !authorization_taken && let Some(basic) = endpoint.base_url.basic_auth() {
         request = request.header("Authorization", basic);
     }
     let response = match request.send(body) {
@@ -470,8 +552,8 @@ fn attempt(agent: &ureq::Agent, endpoint: &Endpoint, url: &str, body: &[u8]) -> 
             }
         };
     }
-    match parse_reply(&text) {
-        Ok(reply) => Attempt::Done(reply),
+    match parse(&text) {
+        Ok(value) => Attempt::Done(value),
         Err(why) => Attempt::Fail {
             why,
             status: Some(status),
@@ -494,7 +576,7 @@ fn redact_location(location: &str) -> String {
 }
 
 /// A failure before a whole response was read: timeouts and connection errors are retried.
-fn transport_error(endpoint: &Endpoint, e: &ureq::Error) -> Attempt {
+fn transport_error<T>(endpoint: &Endpoint, e: &ureq::Error) -> Attempt<T> {
     let timed_out = match e {
         ureq::Error::Timeout(_) => true,
         ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::TimedOut,
@@ -592,8 +674,14 @@ fn shorten(text: &str) -> String {
 
 /// The final error: what the last attempt did and how many attempts there were, with the key,
 /// the URL's credentials and its secret query values scrubbed.
-fn failure(endpoint: &Endpoint, why: &str, status: Option<u16>, attempts: u32) -> LlmError {
-    let shown = endpoint.base_url.shown("chat/completions");
+fn failure(
+    endpoint: &Endpoint,
+    path: &str,
+    why: &str,
+    status: Option<u16>,
+    attempts: u32,
+) -> LlmError {
+    let shown = endpoint.base_url.shown(path);
     let mut message = if attempts > 1 {
         format!("POST {shown}: {why} after {attempts} attempts")
     } else {
@@ -698,6 +786,7 @@ mod tests {
     fn failure_scrubs_the_key_even_when_cut() {
         let e = failure(
             &endpoint(Some("sk-secret-123")),
+            "chat/completions",
             "HTTP 500: Bearer sk-secret-123",
             Some(500),
             1,
@@ -706,13 +795,14 @@ mod tests {
         assert_eq!(e.status, Some(500));
         let e = failure(
             &endpoint(Some("sk-secret-123")),
+            "chat/completions",
             "HTTP 500: Bearer sk-secr...",
             None,
             1,
         );
         assert!(!e.message.contains("sk-secr"), "{e}");
         assert_eq!(
-            failure(&endpoint(None), "x", None, 3).message,
+            failure(&endpoint(None), "chat/completions", "x", None, 3).message,
             "POST http://x/v1/chat/completions: x after 3 attempts"
         );
     }
@@ -808,6 +898,22 @@ mod tests {
         assert!(!is("https://api.openai.com.evil.example/v1"));
         assert!(!is("https://evil.example/api.openai.com/v1"));
         assert!(!is("https://api.openai.com@evil.example/v1"));
+    }
+
+    #[test]
+    fn a_providers_own_host_is_https_and_exactly_that_host() {
+        let is = |u: &str| {
+            BaseUrl::parse(u)
+                .unwrap()
+                .is_https_host("api.anthropic.com")
+        };
+        assert!(is("https://api.anthropic.com"));
+        assert!(is("https://API.anthropic.com:443/"));
+        assert!(!is("http://api.anthropic.com"));
+        assert!(!is("https://api.anthropic.com:8443"));
+        assert!(!is("https://api.anthropic.com.evil.example"));
+        assert!(!is("https://evil.example/api.anthropic.com"));
+        assert!(!is("https://api.anthropic.com@evil.example"));
     }
 
     #[test]

@@ -24,7 +24,8 @@ use ctx::output::{self, Stdout, stderr_line};
 #[command(name = "ctx", version, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 success, 1 a check failed (over budget, errors found), \
-2 usage or input error, 3 cannot fit the budget, 4 summarizer failed."
+2 usage or input error, 3 cannot fit the budget, 4 the summarizer failed (or a provider's \
+count, with count --exact=required)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -96,9 +97,16 @@ fn main() -> ExitCode {
     let code = match &cli.command {
         Command::Models(args) => single(cmd::models::run(args)),
         Command::Count(args) => match cmd::count::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input, &args.output_flags, None, &[], |o, v| {
-                r.process(o, v)
-            }),
+            Ok(r) => filter(
+                &args.input,
+                &args.output_flags,
+                Some(&cmd::SideArgs {
+                    report: args.report.clone(),
+                    dropped: None,
+                }),
+                &[],
+                |o, v| r.process(o, v),
+            ),
             Err(e) => fail(&e),
         },
         Command::Check(args) => {

@@ -9,7 +9,8 @@
 //!
 //! A `ctx.toml` found in the current directory may have come with a cloned repository, so it is
 //! trusted with thresholds only: a key that could send conversations or keys to a server
-//! (`base_url`, `engine`/`summarize` = `"llm"`), read local files into a request (`prompt_file`,
+//! (`base_url` and the providers' base URLs, `engine`/`summarize` = `"llm"`, `exact`), read
+//! local files into a request (`prompt_file`,
 //! `summary_file`, `tools`) or write files (`report`, `dropped`) is an error there. Those keys are
 //! honoured from the user's config directory or a file named with `--config`.
 
@@ -40,6 +41,10 @@ const TRUSTED_ONLY: &[&str] = &[
 /// Flags an implicit `./ctx.toml` may not set to `llm`: with `OPENAI_BASE_URL` and
 /// `OPENAI_API_KEY` in the environment, that alone would send conversations to a server.
 const NO_LLM: &[&str] = &["engine", "summarize"];
+
+/// Flags an implicit `./ctx.toml` may set only to `off` (or false): `count --exact` sends each
+/// conversation to its provider with the key in the environment.
+const NO_NETWORK: &[&str] = &["exact"];
 
 /// Where the profile file was found: only a file in the current directory is untrusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,6 +219,9 @@ fn trusted_only(cli: &Command, long: &str, value: &toml::Value) -> bool {
     }
     if NO_LLM.contains(&long) {
         return scalar(value).is_some_and(|v| v.eq_ignore_ascii_case("llm"));
+    }
+    if NO_NETWORK.contains(&long) {
+        return !scalar(value).is_some_and(|v| v == "off" || v == "false");
     }
     let path_like = |arg: &clap::Arg| {
         let parser = arg.get_value_parser().type_id();

@@ -4,9 +4,9 @@
 //! the diff like any other. trycmd normalises `\` to `/` in the files it writes (it treats them
 //! as Windows path separators), so escaped quotes in JSON appear as `/"` in `.stdout` files.
 //!
-//! The cases run with every `CTX_*`, `OPENAI_*` and proxy variable blanked and `HOME` and
-//! `XDG_CONFIG_HOME` at an empty directory, so a developer's shell or `~/.config/ctx/ctx.toml`
-//! cannot change their outcome. The tests after the golden ones are about the process boundary
+//! The cases run with every `CTX_*`, `OPENAI_*`, `ANTHROPIC_*`, `GEMINI_*`, `GOOGLE_*` and proxy
+//! variable blanked and `HOME` and `XDG_CONFIG_HOME` at an empty directory, so a developer's
+//! shell or `~/.config/ctx/ctx.toml` cannot change their outcome. The tests after the golden ones are about the process boundary
 //! (stderr, the files ctx writes, the README's recipes), which golden files cannot express.
 
 mod isolated;
@@ -45,6 +45,10 @@ fn golden_cases_ignore_the_developers_environment() {
         .env("CTX_SUMMARY_MODEL", "gpt-4o-mini")
         .env("OPENAI_API_KEY", "sk-hostile")
         .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("ANTHROPIC_API_KEY", "sk-ant-hostile")
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+        .env("GEMINI_API_KEY", "gemini-hostile")
+        .env("CTX_ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
         .env("HOME", &home)
         .env("XDG_CONFIG_HOME", &home)
         .output()

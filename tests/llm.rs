@@ -1,160 +1,17 @@
 //! `ctx::llm` against a scripted HTTP/1.1 server on 127.0.0.1 started by each test: no network.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+mod scripted;
+
 use std::thread;
 use std::time::Duration;
 
 use ctx::llm::{BaseUrl, ChatRequest, Endpoint, LlmError, chat};
-use serde_json::{Value, json};
+use scripted::{Reply, Seen, Server};
+use serde_json::json;
 
-/// What the server does with one connection.
-enum Reply {
-    /// Status, extra headers and body; `{auth}` in the body becomes the request's Authorization.
-    Send(u16, Vec<(&'static str, &'static str)>, String),
-    /// Read the request, then say nothing for this many milliseconds and close.
-    Hang(u64),
-    /// Read the request and close without answering.
-    Close,
-}
-
-/// One request as the server saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    /// Names lower-cased.
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-struct Server {
-    port: u16,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Server {
-    fn start(script: Vec<Reply>) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(VecDeque::from(script)));
-        let recorded = Arc::clone(&seen);
-        thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let reply = script.lock().unwrap().pop_front();
-                let recorded = Arc::clone(&recorded);
-                // A thread per connection, so a hanging one does not hold up the retry.
-                thread::spawn(move || serve(stream, reply, &recorded));
-            }
-        });
-        Server { port, seen }
-    }
-
-    fn base(&self) -> String {
-        format!("http://127.0.0.1:{}/v1/", self.port)
-    }
-
-    fn url(&self) -> BaseUrl {
-        BaseUrl::parse(&self.base()).unwrap()
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-fn serve(stream: TcpStream, reply: Option<Reply>, recorded: &Mutex<Vec<Seen>>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let Some(seen) = read_request(&mut reader) else {
-        return;
-    };
-    let auth = seen.header("authorization").unwrap_or("").to_string();
-    recorded.lock().unwrap().push(seen);
-    let mut stream = stream;
-    match reply {
-        Some(Reply::Send(status, headers, body)) => {
-            let body = body.replace("{auth}", &auth);
-            let mut head = format!(
-                "HTTP/1.1 {status} Whatever\r\nContent-Type: application/json\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n",
-                body.len()
-            );
-            for (name, value) in headers {
-                head.push_str(&format!("{name}: {value}\r\n"));
-            }
-            head.push_str("\r\n");
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(body.as_bytes());
-            let _ = stream.flush();
-        }
-        Some(Reply::Hang(ms)) => thread::sleep(Duration::from_millis(ms)),
-        Some(Reply::Close) => {}
-        None => {
-            let body = "script exhausted";
-            let _ = write!(
-                stream,
-                "HTTP/1.1 599 Unscripted\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    }
-}
-
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_string();
-    let path = parts.next()?.to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).ok()?;
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let (name, value) = line.split_once(':')?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-    }
-    let find = |n: &str| headers.iter().find(|(h, _)| h == n).map(|(_, v)| v.clone());
-    let mut body = Vec::new();
-    if let Some(len) = find("content-length") {
-        body.resize(len.parse().ok()?, 0);
-        reader.read_exact(&mut body).ok()?;
-    } else if find("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
-        loop {
-            let mut size = String::new();
-            reader.read_line(&mut size).ok()?;
-            let size = usize::from_str_radix(size.trim(), 16).ok()?;
-            let mut chunk = vec![0; size + 2];
-            reader.read_exact(&mut chunk).ok()?;
-            if size == 0 {
-                break;
-            }
-            body.extend_from_slice(&chunk[..size]);
-        }
-    }
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    Some(Seen {
-        method,
-        path,
-        headers,
-        body,
-    })
+/// The server's base URL, written with a trailing slash (ctx trims it).
+fn url(server: &Server) -> BaseUrl {
+    BaseUrl::parse(&format!("{}/", server.base())).unwrap()
 }
 
 fn ok_body(text: &str) -> String {
@@ -171,7 +28,7 @@ fn ok(text: &str) -> Reply {
 
 fn endpoint(server: &Server, key: Option<&str>, retries: u32) -> Endpoint {
     Endpoint {
-        base_url: server.url(),
+        base_url: url(server),
         api_key: key.map(str::to_string),
         timeout: Duration::from_millis(300),
         retries,
@@ -360,10 +217,7 @@ fn long_server_messages_are_shortened() {
 
 #[test]
 fn connection_refused_is_an_error() {
-    let port = {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let port = scripted::closed_port();
     let endpoint = Endpoint {
         base_url: BaseUrl::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap(),
         api_key: None,

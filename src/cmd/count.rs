@@ -2,17 +2,24 @@
 //!
 //! Writes one JSON report per document (or a table, or just the total). With `--budget` it is a
 //! CI gate: exit 1 when over, the report still written. Counting rules live in
-//! [`crate::counter`]; this file only assembles and renders the report.
+//! [`crate::counter`]; this file only assembles and renders the report. With `--exact` the
+//! total of a document ctx can only estimate comes from its provider ([`crate::exact`]), and
+//! the estimate is kept beside it.
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::{Map, Value, json};
 
-use super::{Env, InputArgs, Outcome, OutputArgs, prepare_to_count};
+use super::summarize::{MAX_RETRIES, parse_timeout};
+use super::{Env, ExactCountFailed, InputArgs, Outcome, OutputArgs, prepare_to_count};
 use crate::conversation::Conversation;
 use crate::counter::Counter;
+use crate::exact::{BaseUrlFlags, Providers};
 use crate::input::Origin;
+use crate::llm::UrlArg;
 use crate::output::render;
 use crate::settings::{Budget, ModelArgs, read_tools_file};
 
@@ -22,11 +29,24 @@ use crate::settings::{Budget, ModelArgs, read_tools_file};
 /// formatting overhead, and the reply priming. OpenAI chat models are counted exactly with
 /// OpenAI's published formula; other providers are estimates (`"exact": false`).
 ///
+/// --exact asks the provider's own counting endpoint for the total of each document ctx can
+/// only estimate (Claude: Anthropic's count_tokens; Gemini: countTokens; OpenAI estimates: the
+/// Responses input-token count), chosen by the document's model; an OpenAI-shaped document is
+/// converted to the provider's shape. The report then says "source" and keeps ctx's estimate as
+/// "estimated_total"; breakdown, by_role and --per-message stay ctx's estimate. Keys come from
+/// ANTHROPIC_API_KEY, GOOGLE_API_KEY or GEMINI_API_KEY, and OPENAI_API_KEY, and go only to
+/// that provider's own API or to the URL its own variable names (ANTHROPIC_BASE_URL,
+/// GOOGLE_GEMINI_BASE_URL, OPENAI_BASE_URL), never to a URL named by a flag, a CTX_*_BASE_URL
+/// variable or a profile. When the provider gives no count, the estimate stands with a
+/// warning; --exact=required makes that exit 4. Without --exact nothing touches the network.
+///
 /// Example:
 ///   ctx count chat.json
 ///   ctx count --budget 80% --output total < request.json
+///   ANTHROPIC_API_KEY=... ctx count --exact=required --budget 150000 < claude-request.json
 ///
-/// Exit codes: 0 ok; 1 over --budget (the report is still written); 2 bad input or flags.
+/// Exit codes: 0 ok; 1 over --budget (the report is still written); 2 bad input or flags;
+/// 4 --exact=required and the provider gave no count (nothing written for that document).
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -49,8 +69,78 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "json", value_name = "FORMAT")]
     pub output: Format,
 
+    /// Write a JSON line per document (its tokens, whether they are exact, where the count came
+    /// from) to FILE (overwritten), or to stderr with `-`. FILE may not be an input.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub exact: ExactArgs,
+
     #[command(flatten)]
     pub output_flags: OutputArgs,
+}
+
+/// Where `--help` lists the flags of `--exact`.
+const EXACT_HEADING: &str = "Provider counts (network, only with --exact)";
+
+/// The flags of `--exact`, the only part of `count` that touches the network.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ExactArgs {
+    /// Ask the provider for the total of each document ctx can only estimate. fallback (the
+    /// default of a bare --exact): keep the estimate, with a warning, when there is no count;
+    /// required: exit 4 then; off: never ask.
+    #[arg(
+        long,
+        help_heading = EXACT_HEADING,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "fallback"
+    )]
+    pub exact: Option<ExactWhen>,
+
+    /// Anthropic's base URL, without the version path (default: $CTX_ANTHROPIC_BASE_URL, else
+    /// $ANTHROPIC_BASE_URL, else https://api.anthropic.com).
+    #[arg(long, value_name = "URL", help_heading = EXACT_HEADING)]
+    pub anthropic_base_url: Option<UrlArg>,
+
+    /// The Gemini API's base URL, without the version path (default: $CTX_GEMINI_BASE_URL,
+    /// else $GOOGLE_GEMINI_BASE_URL, else https://generativelanguage.googleapis.com).
+    #[arg(long, value_name = "URL", help_heading = EXACT_HEADING)]
+    pub gemini_base_url: Option<UrlArg>,
+
+    /// OpenAI's base URL, with the version path (default: $CTX_OPENAI_BASE_URL, else
+    /// $OPENAI_BASE_URL, else https://api.openai.com/v1).
+    #[arg(long, value_name = "URL", help_heading = EXACT_HEADING)]
+    pub openai_base_url: Option<UrlArg>,
+
+    /// Seconds before a provider's count request is abandoned (more than 0, at most 86400).
+    #[arg(long, help_heading = EXACT_HEADING, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub timeout: f64,
+
+    /// Retries after a 429, a 5xx, a timeout or a refused connection (at most 100).
+    #[arg(
+        long,
+        help_heading = EXACT_HEADING,
+        value_name = "N",
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u32).range(..=MAX_RETRIES),
+        allow_negative_numbers = true
+    )]
+    pub retries: u32,
+}
+
+/// `--exact` choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExactWhen {
+    /// Keep the estimate, with a warning, when the provider gives no count.
+    Fallback,
+    /// A document the provider gives no count for fails (exit 4).
+    Required,
+    /// Never ask (overrides a profile).
+    Off,
 }
 
 /// `--output` choices.
@@ -66,10 +156,21 @@ pub struct Runner<'a> {
     args: &'a Args,
     env: &'a Env,
     tools: Option<Arc<Value>>,
+    /// The providers' endpoints, with `--exact` only.
+    providers: Option<Providers>,
+}
+
+/// Where a document's total came from.
+struct Source {
+    /// The provider's count, when there is one.
+    counted: Option<crate::exact::Counted>,
+    /// Why the provider gave none, when it was asked for one.
+    fallback: Option<String>,
 }
 
 impl<'a> Runner<'a> {
-    /// Reads what the whole run shares (the `--tools` file).
+    /// Reads what the whole run shares (the `--tools` file) and, with `--exact`, resolves the
+    /// providers' endpoints (a bad base URL is an error here, before any document is read).
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
         let tools = args
             .model
@@ -77,7 +178,56 @@ impl<'a> Runner<'a> {
             .as_deref()
             .map(|p| read_tools_file(p, args.input.max_input_size))
             .transpose()?;
-        Ok(Runner { args, env, tools })
+        let providers = match args.exact.exact {
+            None | Some(ExactWhen::Off) => None,
+            Some(_) => {
+                let flags = BaseUrlFlags {
+                    anthropic: args.exact.anthropic_base_url.clone(),
+                    gemini: args.exact.gemini_base_url.clone(),
+                    openai: args.exact.openai_base_url.clone(),
+                };
+                let timeout = Duration::from_secs_f64(args.exact.timeout);
+                Some(Providers::resolve(
+                    &flags,
+                    env,
+                    timeout,
+                    args.exact.retries,
+                )?)
+            }
+        };
+        Ok(Runner {
+            args,
+            env,
+            tools,
+            providers,
+        })
+    }
+
+    /// The provider's count of a document ctx could only estimate, when `--exact` asks for
+    /// one: `Err` under `--exact=required` when there is none.
+    fn provider_count(&self, p: &super::Prepared, exact: bool) -> Result<Option<Source>> {
+        let Some(providers) = &self.providers else {
+            return Ok(None);
+        };
+        if exact {
+            return Ok(Some(Source {
+                counted: None,
+                fallback: None,
+            }));
+        }
+        match providers.count(&p.doc, &p.settings) {
+            Ok(c) => Ok(Some(Source {
+                counted: Some(c),
+                fallback: None,
+            })),
+            Err(reason) if self.args.exact.exact == Some(ExactWhen::Required) => {
+                Err(ExactCountFailed { reason }.into())
+            }
+            Err(reason) => Ok(Some(Source {
+                counted: None,
+                fallback: Some(reason),
+            })),
+        }
     }
 
     /// Counts one document.
@@ -91,8 +241,17 @@ impl<'a> Runner<'a> {
         )?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;
-        let tokens = count.total() as u64;
+        let estimate = count.total() as u64;
+        let source = self.provider_count(&p, count.exact)?;
+        let counted = source.as_ref().and_then(|s| s.counted);
+        let tokens = counted.map_or(estimate, |c| c.tokens);
+        let exact = count.exact || counted.is_some();
         let mut warnings = p.warnings;
+        if let Some(why) = source.as_ref().and_then(|s| s.fallback.as_ref()) {
+            warnings.push(format!(
+                "--exact: no count from the provider ({why}); the estimate ({estimate}) stands"
+            ));
+        }
         let window = p.settings.context_window;
         let budget = self
             .args
@@ -142,43 +301,75 @@ impl<'a> Runner<'a> {
         }
         warnings.extend(count.notes.warnings.iter().cloned());
 
-        let mut report = json!({
-            "model": p.settings.model_name,
-            "encoding": p.settings.encoding.name(),
-            "format": p.doc.dialect.name(),
-            "exact": count.exact,
-            "tokens": tokens,
-            "messages": count.messages.len(),
-            "breakdown": {
+        // Where the total came from: said only when --exact asked (the report is unchanged
+        // without it).
+        let source_name = counted.map_or("ctx", |c| c.provider.name());
+        let mut report = Map::new();
+        report.insert("model".into(), json!(p.settings.model_name));
+        report.insert("encoding".into(), json!(p.settings.encoding.name()));
+        report.insert("format".into(), json!(p.doc.dialect.name()));
+        report.insert("exact".into(), json!(exact));
+        if let Some(s) = &source {
+            report.insert("source".into(), json!(source_name));
+            if let Some(why) = &s.fallback {
+                report.insert("fallback".into(), json!(why));
+            }
+        }
+        report.insert("tokens".into(), json!(tokens));
+        if counted.is_some() {
+            report.insert("estimated_total".into(), json!(estimate));
+        }
+        report.insert("messages".into(), json!(count.messages.len()));
+        report.insert(
+            "breakdown".into(),
+            json!({
                 "system": breakdown.0,
                 "tools": count.tools,
                 "messages": breakdown.1,
                 "overhead": breakdown.3,
-            },
-            "by_role": by_role,
-            "context_window": window,
-            "percent": window.map(|w| percent(tokens, w)),
-        });
+            }),
+        );
+        report.insert("by_role".into(), Value::Object(by_role));
+        report.insert("context_window".into(), json!(window));
+        report.insert("percent".into(), json!(window.map(|w| percent(tokens, w))));
         if let Some(b) = budget {
-            report["budget"] = json!(b);
-            report["remaining"] = json!(b as i64 - tokens as i64);
-            report["over_budget"] = json!(over);
+            report.insert("budget".into(), json!(b));
+            report.insert("remaining".into(), json!(b as i64 - tokens as i64));
+            report.insert("over_budget".into(), json!(over));
         }
-        if !count.exact {
-            report["estimated"] = json!(count.notes.estimates);
+        if !exact {
+            report.insert("estimated".into(), json!(count.notes.estimates));
         }
         if self.args.per_message {
-            report["per_message"] = Value::Array(per_message);
+            report.insert("per_message".into(), Value::Array(per_message));
         }
+        let report = Value::Object(report);
         let stdout = match self.args.output {
             Format::Json => render(&report, self.args.output_flags.compact),
             Format::Total => format!("{tokens}\n").into_bytes(),
             Format::Table => table(&report).into_bytes(),
         };
+        // The --report line: the total and where it came from.
+        let mut line = Map::new();
+        line.insert("model".into(), json!(p.settings.model_name));
+        line.insert("tokens".into(), json!(tokens));
+        line.insert("exact".into(), json!(exact));
+        line.insert("source".into(), json!(source_name));
+        if counted.is_some() {
+            line.insert("estimated_total".into(), json!(estimate));
+        }
+        if let Some(why) = source.as_ref().and_then(|s| s.fallback.as_ref()) {
+            line.insert("fallback".into(), json!(why));
+        }
+        if let Some(b) = budget {
+            line.insert("budget".into(), json!(b));
+            line.insert("over_budget".into(), json!(over));
+        }
         Ok(Outcome {
             stdout,
             code: u8::from(over),
             warnings,
+            report: self.args.report.is_some().then_some(Value::Object(line)),
             ..Outcome::default()
         })
     }
@@ -207,10 +398,10 @@ fn table(r: &Value) -> String {
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let tokens = n(&r["tokens"]);
     let mut out = String::new();
-    let exact = if r["exact"] == json!(true) {
-        "exact"
-    } else {
-        "estimate"
+    let exact = match (r["exact"] == json!(true), r["source"].as_str()) {
+        (true, Some(source)) if source != "ctx" => format!("exact: counted by {source}"),
+        (true, _) => "exact".to_string(),
+        (false, _) => "estimate".to_string(),
     };
     out += &format!(
         "model      {} ({}, {}, {})\n",
@@ -230,6 +421,12 @@ fn table(r: &Value) -> String {
             out += &format!("usage      {}\n", bar(tokens, w, r["budget"].as_u64()));
         }
         None => out += &format!("tokens     {} (window unknown)\n", group(tokens)),
+    }
+    if let Some(e) = r["estimated_total"].as_u64() {
+        out += &format!(
+            "estimate   {} (ctx's own count; the breakdown below adds up to it)\n",
+            group(e)
+        );
     }
     if let Some(b) = r["budget"].as_u64() {
         let verdict = if r["over_budget"] == json!(true) {

@@ -69,6 +69,8 @@ pub struct Env {
     pub openai_api_key: Option<String>,
     /// `$CTX_SUMMARY_MODEL`.
     pub summary_model: Option<String>,
+    /// What the providers' counting endpoints read (`count --exact`).
+    pub exact: crate::exact::ExactEnv,
 }
 
 impl Env {
@@ -82,6 +84,7 @@ impl Env {
             ctx_api_key: var("CTX_API_KEY"),
             openai_api_key: var("OPENAI_API_KEY"),
             summary_model: var("CTX_SUMMARY_MODEL"),
+            exact: crate::exact::ExactEnv::from_process(),
         }
     }
 }
@@ -97,6 +100,7 @@ impl std::fmt::Debug for Env {
             .field("ctx_api_key", &key(&self.ctx_api_key))
             .field("openai_api_key", &key(&self.openai_api_key))
             .field("summary_model", &self.summary_model)
+            .field("exact", &self.exact)
             .finish()
     }
 }
@@ -185,12 +189,15 @@ impl Prepared {
     }
 }
 
-/// The exit code for a failed document (SPEC §5): 3 when it cannot fit its budget, else 2
-/// (usage and input errors).
+/// The exit code for a failed document (SPEC §5): 3 when it cannot fit its budget, 4 when the
+/// summarizer or a provider's count (`--exact=required`) failed, else 2 (usage and input
+/// errors).
 pub fn exit_code(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<CannotFit>().is_some() {
         3
-    } else if e.downcast_ref::<SummarizerFailed>().is_some() {
+    } else if e.downcast_ref::<SummarizerFailed>().is_some()
+        || e.downcast_ref::<ExactCountFailed>().is_some()
+    {
         4
     } else {
         2
@@ -211,6 +218,25 @@ impl std::fmt::Display for SummarizerFailed {
 }
 
 impl std::error::Error for SummarizerFailed {}
+
+/// `count --exact=required` got no count from the provider (exit 4).
+#[derive(Debug)]
+pub struct ExactCountFailed {
+    /// Why, naming the provider (never the API key).
+    pub reason: String,
+}
+
+impl std::fmt::Display for ExactCountFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--exact=required: no count from the provider: {}",
+            self.reason
+        )
+    }
+}
+
+impl std::error::Error for ExactCountFailed {}
 
 /// The budget is smaller than what must be kept (exit 3).
 #[derive(Debug)]

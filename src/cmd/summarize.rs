@@ -222,13 +222,13 @@ pub struct SummaryArgs {
 pub const TRUNCATED_SUMMARY: &str = "the summarizer's reply was cut short at --max-summary-tokens (finish_reason: length); the summary may be incomplete";
 
 /// The longest `--timeout`, in seconds: a day.
-const MAX_TIMEOUT: f64 = 86_400.0;
+pub(crate) const MAX_TIMEOUT: f64 = 86_400.0;
 
 /// The most `--retries`: with backoff capped at 30 s, about 50 minutes of trying.
-const MAX_RETRIES: i64 = 100;
+pub(crate) const MAX_RETRIES: i64 = 100;
 
 /// `--timeout`: a finite number of seconds in (0, [`MAX_TIMEOUT`]].
-fn parse_timeout(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     let t: f64 = s
         .trim()
         .parse()

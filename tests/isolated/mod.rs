@@ -1,7 +1,7 @@
 //! Spawning `ctx` from the tests in an environment of the test's own making: whatever the
-//! developer has exported (`CTX_MODEL`, `CTX_PROFILE`, `OPENAI_API_KEY`, a proxy) or keeps in
-//! `~/.config/ctx/ctx.toml` must not change an outcome. A test that means a variable sets it
-//! after [`isolate`] with `.env`.
+//! developer has exported (`CTX_MODEL`, `CTX_PROFILE`, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, a
+//! proxy) or keeps in `~/.config/ctx/ctx.toml` must not change an outcome. A test that means a
+//! variable sets it after [`isolate`] with `.env`.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -12,6 +12,9 @@ fn is_ambient(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     upper.starts_with("CTX_")
         || upper.starts_with("OPENAI_")
+        || upper.starts_with("ANTHROPIC_")
+        || upper.starts_with("GEMINI_")
+        || upper.starts_with("GOOGLE_")
         || upper.ends_with("_PROXY")
         || upper == "RUST_BACKTRACE"
 }
@@ -25,6 +28,14 @@ const READ_BY_CTX: &[&str] = &[
     "CTX_SUMMARY_MODEL",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
+    "CTX_ANTHROPIC_BASE_URL",
+    "CTX_GEMINI_BASE_URL",
+    "CTX_OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
 ];
 
 /// An empty directory for `HOME` and `XDG_CONFIG_HOME`, so no user config is found. Nothing
