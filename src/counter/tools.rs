@@ -25,6 +25,8 @@
 //!
 //! Rendering never fails and never recurses without bound: `$ref`s are expanded in place with a
 //! cycle guard and a size budget, and schemas deeper than [`MAX_DEPTH`] are counted by their text.
+//! This module only writes text: it neither tokenizes nor reads the request around the
+//! definitions (the framing, `tool_choice` and the system message are the counter's).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
