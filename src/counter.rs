@@ -3,8 +3,11 @@
 //! Turns a document into per-message counts plus the fixed parts (Anthropic's top-level system,
 //! tool definitions, reply priming) so that `total = fixed + Σ messages`: commands that drop or
 //! rewrite messages recount only what they change. The rules are OpenAI's published chat
-//! formula and tool-definition formula, the providers' image formulas, and documented estimates
-//! for the rest (docs/counting.md). All text goes through [`crate::tokenizer`].
+//! formula, the rendering of tool definitions that API-measured counts verify ([`tools`]), the
+//! providers' image formulas, and documented estimates for the rest (docs/counting.md). All
+//! text goes through [`crate::tokenizer`].
+
+pub mod tools;
 
 use std::collections::BTreeSet;
 
@@ -21,6 +24,28 @@ use crate::tokenizer::Encoding;
 pub const REPLY_PRIMING: usize = 3;
 /// Estimated overhead of one tool call or tool-use block (name framing, arguments framing).
 pub const CALL_OVERHEAD: usize = 3;
+/// Tokens around a namespace of function definitions: the system message it makes (or shares
+/// with the first system message, whose own framing then counts as the namespace's) and the
+/// text that introduces it. Measured: docs/counting.md, "Tool definitions".
+pub const NAMESPACE_FRAMING: usize = 9;
+/// `tool_choice: {"type": "function", "function": {"name": N}}` costs this plus N's tokens.
+pub const NAMED_TOOL_CHOICE: usize = 7;
+/// Legacy `function_call: {"name": N}` costs this plus N's tokens.
+pub const NAMED_FUNCTION_CALL: usize = 4;
+/// Model table rows whose tool rendering API measurements verify (docs/counting.md).
+const TOOLS_VERIFIED_MODELS: &[&str] = &[
+    "gpt-4o",
+    "gpt-4o-2024-05-13",
+    "gpt-4o-mini",
+    "gpt-4-turbo",
+    "gpt-4-1106",
+    "gpt-4-0125",
+    "gpt-4",
+    "gpt-4-32k",
+    "gpt-3.5-turbo",
+    "gpt-3.5-turbo-0613",
+    "gpt-3.5-turbo-16k",
+];
 
 /// The tokens of one message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -100,6 +125,13 @@ pub struct Counter<'a> {
     pub dialect: Dialect,
 }
 
+/// The request fields that change what tool definitions cost.
+struct OpenAiChoice<'v> {
+    tool_choice: Option<&'v Value>,
+    function_call: Option<&'v Value>,
+    parallel_tool_calls: Option<&'v Value>,
+}
+
 /// Accumulates tokens and whether they are exact.
 struct Acc<'n> {
     tokens: usize,
@@ -170,19 +202,28 @@ impl<'a> Counter<'a> {
             priming: REPLY_PRIMING,
             ..Default::default()
         };
-        // Tool definitions: the body's, else --tools for bare arrays.
-        let tools_src = doc.body().map(|b| (b.get("tools"), b.get("functions")));
-        let (tools, functions) = match (tools_src, &self.settings.extra_tools) {
-            (Some((t, f)), _) if t.is_some() || f.is_some() => (t.cloned(), f.cloned()),
-            (_, Some(extra)) => match &**extra {
-                Value::Array(_) => (Some((**extra).clone()), None),
-                other => (
-                    other.field("tools").cloned(),
-                    other.field("functions").cloned(),
-                ),
-            },
-            _ => (None, None),
+        // Tool definitions: the body's, else --tools for bare arrays. `tool_choice` and
+        // `function_call` come from the same place.
+        let body = doc
+            .body()
+            .filter(|b| b.contains_key("tools") || b.contains_key("functions"));
+        let src: Option<&Value> = match (body, &self.settings.extra_tools) {
+            (Some(_), _) => None,
+            (None, Some(extra)) => Some(&**extra),
+            (None, None) => None,
         };
+        let pick = |key: &str| -> Option<&Value> {
+            match (body, src) {
+                (Some(b), _) => b.get(key),
+                (None, Some(Value::Array(_))) if key == "tools" => src,
+                (None, Some(Value::Array(_))) => None,
+                (None, Some(other)) => other.field(key),
+                (None, None) => None,
+            }
+        };
+        let (tools, functions) = (pick("tools"), pick("functions"));
+        // The message that carries the namespace of function definitions, when there is one.
+        let mut carrier = None;
         {
             let mut acc = Acc {
                 tokens: 0,
@@ -194,11 +235,20 @@ impl<'a> Counter<'a> {
             // Anthropic's tool-use prompt whatever shape its definitions arrive in (OpenRouter
             // and LiteLLM convert OpenAI ones).
             if self.dialect == Dialect::Anthropic || self.settings.is_anthropic_model() {
-                self.anthropic_tools(tools.as_ref(), functions.as_ref(), &mut acc)
+                self.anthropic_tools(tools, functions, &mut acc)
                     .map_err(|e| located(e, "tool definitions", ".tools"))?
             } else {
-                self.openai_tools(tools.as_ref(), functions.as_ref(), &mut acc)
-                    .map_err(|e| located(e, "tool definitions", ".tools"))?
+                let choice = OpenAiChoice {
+                    tool_choice: pick("tool_choice"),
+                    function_call: pick("function_call"),
+                    parallel_tool_calls: pick("parallel_tool_calls"),
+                };
+                let namespace = self
+                    .openai_tools(tools, functions, &choice, &mut acc)
+                    .map_err(|e| located(e, "tool definitions", ".tools"))?;
+                if namespace {
+                    carrier = self.namespace_carrier(doc.messages(), &mut acc);
+                }
             }
             out.tools = acc.tokens;
             exact &= acc.exact;
@@ -219,7 +269,7 @@ impl<'a> Counter<'a> {
         out.messages.reserve_exact(doc.messages().len());
         for (i, m) in doc.messages().iter().enumerate() {
             let mt = self
-                .message(m, &mut out.notes)
+                .message_in(m, &mut out.notes, carrier == Some(i))
                 .map_err(|e| located(e, &format!("message {i}"), &doc.message_path(i)))?;
             exact &= mt.exact;
             out.messages.push(mt);
@@ -236,22 +286,44 @@ impl<'a> Counter<'a> {
     /// whatever the dialect: a message written in the other dialect's shape (a mixed document,
     /// or `--format` forcing the dialect) is never undercounted.
     pub fn message(&self, m: &Value, notes: &mut Notes) -> Result<MessageTokens> {
+        self.message_in(m, notes, false)
+    }
+
+    /// [`Self::message`]; `carries_tools` for the system message that the namespace of
+    /// function definitions is appended to: its content is followed by a newline, and its
+    /// role and per-message framing are the namespace's (counted with the tools).
+    fn message_in(
+        &self,
+        m: &Value,
+        notes: &mut Notes,
+        carries_tools: bool,
+    ) -> Result<MessageTokens> {
         let mut acc = Acc {
             tokens: 0,
             text: 0,
             exact: self.dialect == Dialect::Openai,
             notes,
         };
-        let mut overhead = self.settings.message_tokens;
+        let mut overhead = if carries_tools {
+            0
+        } else {
+            self.settings.message_tokens
+        };
         if let Some(role) = m.field("role").and_then(Value::as_str) {
-            acc.tokens += self.text(role)?;
+            if !carries_tools {
+                acc.tokens += self.text(role)?;
+            }
         }
         if let Some(name) = m.field("name").and_then(Value::as_str) {
             acc.tokens += self.text(name)?;
             overhead += self.settings.name_tokens;
         }
         match m.field("content") {
-            None | Some(Value::Null) => {}
+            None | Some(Value::Null) => acc.tokens += usize::from(carries_tools),
+            Some(Value::String(s)) if carries_tools => {
+                acc.text = self.text(&format!("{s}\n")).context(".content")?;
+                acc.tokens += acc.text;
+            }
             Some(Value::String(s)) => {
                 acc.text = self.text(s).context(".content")?;
                 acc.tokens += acc.text;
@@ -260,6 +332,12 @@ impl<'a> Counter<'a> {
                 for (k, p) in parts.iter().enumerate() {
                     self.part(p, &mut acc)
                         .with_context(|| format!(".content[{k}]"))?;
+                }
+                if carries_tools {
+                    acc.tokens += 1;
+                    acc.estimate(
+                        "tool definitions: appending them to a system message of content parts is not verified against API counts",
+                    );
                 }
             }
             Some(other) => {
@@ -482,16 +560,37 @@ impl<'a> Counter<'a> {
         Ok(())
     }
 
+    /// OpenAI tool and function definitions: the namespace the model reads (see [`tools`]),
+    /// with its framing, and what `tool_choice`/`function_call` add. Returns whether there was
+    /// a namespace (at least one function), which is then appended to the first system
+    /// message (see [`Self::namespace_carrier`]).
     fn openai_tools(
         &self,
         tools: Option<&Value>,
         functions: Option<&Value>,
+        choice: &OpenAiChoice,
         acc: &mut Acc,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let mut defs: Vec<&Value> = Vec::new();
         for t in tools.and_then(Value::as_array).into_iter().flatten() {
             match (t.field("type").and_then(Value::as_str), t.field("function")) {
-                (Some("function") | None, Some(f)) => defs.push(f),
+                (Some("function") | None, Some(f)) => {
+                    defs.push(f);
+                    for key in t.as_object().into_iter().flat_map(|o| o.keys()) {
+                        if key != "type" && key != "function" {
+                            acc.estimate(format!(
+                                "tool definitions: `{key}` beside a tool's `function` is not verified against API counts"
+                            ));
+                        }
+                    }
+                }
+                (Some("function"), None) if t.field("name").is_some() => {
+                    // The Responses API's flat shape: the function's fields on the tool.
+                    defs.push(t);
+                    acc.estimate(
+                        "tool definitions: function tools in the Responses API's shape are not verified against API counts",
+                    );
+                }
                 _ => {
                     acc.tokens += self.text(&t.to_string())?;
                     acc.estimate("non-function tools are counted as their JSON text");
@@ -500,94 +599,91 @@ impl<'a> Counter<'a> {
         }
         defs.extend(functions.and_then(Value::as_array).into_iter().flatten());
         if defs.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
-        // OpenAI cookbook "How to count tokens with tiktoken", section 7.
-        let func_init = if self.settings.encoding == Encoding::Cl100kBase {
-            10
-        } else {
-            7
-        };
-        let func_end = 12;
-        let total_before = acc.tokens;
-        for f in defs {
-            acc.tokens += func_init;
-            let name = f.field("name").and_then(Value::as_str).unwrap_or("");
-            let desc = f.field("description").and_then(Value::as_str);
-            if desc.is_none() {
-                acc.estimate("tool definitions without a description are estimated");
-            }
-            let desc = desc.unwrap_or("");
-            acc.tokens += self.text(&format!(
-                "{name}:{}",
-                desc.strip_suffix('.').unwrap_or(desc)
-            ))?;
-            if let Some(props) = f.field("parameters").and_then(|p| p.field("properties")) {
-                self.properties(props, acc)?;
+        let rendered = tools::render(&defs);
+        acc.tokens += self.text(&rendered.text)? + NAMESPACE_FRAMING;
+        for note in rendered.notes {
+            acc.estimate(note);
+        }
+        if self.settings.exact {
+            let verified = self
+                .settings
+                .model
+                .is_some_and(|m| TOOLS_VERIFIED_MODELS.contains(&m.name.as_str()));
+            if !verified {
+                acc.estimate(format!(
+                    "tool definitions: the rendering is verified on gpt-3.5-turbo, gpt-4, gpt-4-turbo, gpt-4o and gpt-4o-mini, not on {}",
+                    self.settings.model_name
+                ));
             }
         }
-        acc.tokens += func_end;
-        debug_assert!(acc.tokens >= total_before);
-        Ok(())
+        acc.tokens += self.choice_tokens(choice, acc)?;
+        Ok(true)
     }
 
-    /// The cookbook's property rule, extended to nested objects and arrays (an estimate).
-    fn properties(&self, props: &Value, acc: &mut Acc) -> Result<()> {
-        let Some(props) = props.as_object() else {
-            acc.estimate("tool parameter schemas of unusual shape are estimated");
-            return Ok(());
-        };
-        if props.is_empty() {
-            return Ok(());
-        }
-        const PROP_INIT: usize = 3;
-        const PROP_KEY: usize = 3;
-        const ENUM_ITEM: usize = 3;
-        acc.tokens += PROP_INIT;
-        for (key, p) in props {
-            acc.tokens += PROP_KEY;
-            let ty = match p.field("type") {
-                Some(Value::String(t)) => t.clone(),
-                Some(other) => {
-                    acc.estimate("tool parameter types other than a single string are estimated");
-                    other.to_string()
-                }
-                None => {
-                    acc.estimate("tool parameters without a type are estimated");
-                    String::new()
-                }
-            };
-            let desc = match p.field("description").and_then(Value::as_str) {
-                Some(d) => d,
-                None => {
-                    acc.estimate("tool parameters without a description are estimated");
-                    ""
-                }
-            };
-            if let Some(items) = p.field("enum").and_then(Value::as_array) {
-                // enum_init is -3: the first item's framing is shared with the property.
-                acc.tokens = (acc.tokens + ENUM_ITEM * items.len()).saturating_sub(3);
-                for item in items {
-                    match item {
-                        Value::String(s) => acc.tokens += self.text(s)?,
-                        other => acc.tokens += self.text(&other.to_string())?,
+    /// What `tool_choice`, `function_call` and `parallel_tool_calls` add beside a namespace.
+    fn choice_tokens(&self, c: &OpenAiChoice, acc: &mut Acc) -> Result<usize> {
+        let mut n = 0;
+        match c.tool_choice {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s == "auto" => {}
+            Some(Value::String(s)) if s == "none" => n += 1,
+            Some(v) => {
+                let name = v
+                    .field("function")
+                    .and_then(|f| f.field("name"))
+                    .and_then(Value::as_str)
+                    .filter(|_| v.field("type").and_then(Value::as_str) == Some("function"));
+                match name {
+                    Some(name) => n += NAMED_TOOL_CHOICE + self.text(name)?,
+                    None => {
+                        // `required` and newer shapes: as much as a named choice, plus their
+                        // text.
+                        n += NAMED_TOOL_CHOICE + self.text(&v.to_string())?;
+                        acc.estimate(format!(
+                            "tool definitions: `tool_choice` {} is not verified against API counts",
+                            v
+                        ));
                     }
                 }
             }
-            acc.tokens += self.text(&format!(
-                "{key}:{ty}:{}",
-                desc.strip_suffix('.').unwrap_or(desc)
-            ))?;
-            if let Some(nested) = p.field("properties") {
-                acc.estimate("nested tool parameter schemas are estimated");
-                self.properties(nested, acc)?;
-            }
-            if let Some(items) = p.field("items") {
-                acc.estimate("array tool parameter schemas are estimated");
-                self.text_leaves(items, acc)?;
-            }
         }
-        Ok(())
+        match c.function_call {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s == "auto" => {}
+            Some(Value::String(s)) if s == "none" => n += 1,
+            Some(v) => match v.field("name").and_then(Value::as_str) {
+                Some(name) => n += NAMED_FUNCTION_CALL + self.text(name)?,
+                None => {
+                    n += NAMED_FUNCTION_CALL + self.text(&v.to_string())?;
+                    acc.estimate(format!(
+                        "tool definitions: `function_call` {v} is not verified against API counts"
+                    ));
+                }
+            },
+        }
+        if matches!(c.parallel_tool_calls, Some(v) if v != &Value::Bool(true)) {
+            acc.estimate(
+                "tool definitions: `parallel_tool_calls` false is not verified against API counts",
+            );
+        }
+        Ok(n)
+    }
+
+    /// The index of the message a namespace is appended to: the first system message. None
+    /// when there is none (the namespace is then a system message of its own, which its
+    /// framing already counts).
+    fn namespace_carrier(&self, messages: &[Value], acc: &mut Acc) -> Option<usize> {
+        fn role(m: &Value) -> Option<&str> {
+            m.field("role").and_then(Value::as_str)
+        }
+        if messages.iter().any(|m| role(m) == Some("developer")) {
+            acc.estimate(
+                "tool definitions: where they go beside a developer message is not verified against API counts",
+            );
+        }
+        messages.iter().position(|m| role(m) == Some("system"))
     }
 
     /// Anthropic's estimate: the tool-use system prompt once, then each tool's name,
