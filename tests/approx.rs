@@ -17,13 +17,15 @@ use serde_json::Value;
 
 const EXACT: [Encoding; 2] = [Encoding::O200kBase, Encoding::Cl100kBase];
 
-/// Every conversation of the corpus and of tests/data.
+/// Every conversation of the corpus and of tests/data, and the measured requests' texts.
 fn documents() -> Vec<(PathBuf, Value)> {
     let mut files = corpus_files();
-    for e in std::fs::read_dir("tests/data").unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "json") {
-            files.push(p);
+    for dir in ["tests/data", "tests/data/measured"] {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "json") {
+                files.push(p);
+            }
         }
     }
     files.sort();
