@@ -27,7 +27,9 @@ use crate::settings::{Budget, ModelArgs, read_tools_file};
 ///
 /// Counts what the API bills as input: system prompt, tool definitions, every message with its
 /// formatting overhead, and the reply priming. OpenAI chat models are counted exactly with
-/// OpenAI's published formula; other providers are estimates (`"exact": false`).
+/// OpenAI's published formula, and tool definitions as the namespace the model reads (exact
+/// where every construct in them is verified, else on the high side and named in "estimated");
+/// other providers are estimates (`"exact": false`).
 ///
 /// --exact asks the provider's own counting endpoint for the total of each document ctx can
 /// only estimate (Claude: Anthropic's count_tokens; Gemini: countTokens; OpenAI estimates: the
