@@ -508,7 +508,24 @@ fn anthropic_body(doc: &Document, settings: &Settings, model: &str) -> Result<Va
             }
         }
         None => {
-            out.insert("messages".into(), Value::Array(doc.messages().to_vec()));
+            // The Messages API takes no system-role message: a bare array's system messages
+            // are its top-level `system`, as a body would carry them.
+            let mut system = Vec::new();
+            let mut messages = Vec::new();
+            for (i, m) in doc.messages().iter().enumerate() {
+                if matches!(role(m), "system" | "developer") {
+                    let text = plain_text(m.get("content")).ok_or_else(|| {
+                        format!("message {i}: a system message with other than text has no Anthropic equivalent")
+                    })?;
+                    system.push(json!({"type": "text", "text": text}));
+                } else {
+                    messages.push(m.clone());
+                }
+            }
+            if !system.is_empty() {
+                out.insert("system".into(), Value::Array(system));
+            }
+            out.insert("messages".into(), Value::Array(messages));
         }
     }
     if !out.contains_key("tools") {
@@ -1316,6 +1333,24 @@ mod tests {
         // The keys keep the body's order but for the model, which comes first.
         let keys: Vec<&String> = r.body.as_object().unwrap().keys().collect();
         assert_eq!(keys[0], "model");
+    }
+
+    #[test]
+    fn a_bare_arrays_system_messages_become_the_top_level_system() {
+        let (d, s) = doc(json!([
+            {"role": "system", "content": [{"type": "text", "text": "be brief"}]},
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}
+        ]));
+        let r = request(Provider::Anthropic, &d, &s).unwrap();
+        assert_eq!(
+            r.body["system"],
+            json!([{"type": "text", "text": "be brief"}])
+        );
+        let messages = r.body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert!(messages.iter().all(|m| m["role"] != "system"), "{}", r.body);
     }
 
     #[test]
