@@ -602,6 +602,19 @@ pub fn fit(
                     };
                     let (mut lo, mut hi) = (o.keep_recent, pinned.len());
                     if lo < hi && fits(lo)? {
+                        // The estimate is usually close: gallop up from it (1, 2, 4, ... more
+                        // messages) to bracket the answer, then bisect, so a long document
+                        // costs a few summaries rather than one per halving of its length.
+                        let mut step = 1;
+                        while lo + step < hi {
+                            if fits(lo + step)? {
+                                lo += step;
+                                step *= 2;
+                            } else {
+                                hi = lo + step;
+                                break;
+                            }
+                        }
                         while hi - lo > 1 {
                             let mid = lo + (hi - lo) / 2;
                             if fits(mid)? {
