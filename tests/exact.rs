@@ -15,28 +15,16 @@
 mod isolated;
 mod scripted;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use isolated::Run;
 use scripted::{Reply, Seen, Server, closed_port};
 use serde_json::{Map, Value, json};
 
 const KEY: &str = "sk-ctx-exact-secret-0123456789";
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
-    }
-
     /// Asserts that `secret` is in none of the outputs (and in `extra`, e.g. a report file).
     fn assert_never_shows(&self, secret: &str, extra: &[&str]) {
         assert!(!self.stdout.contains(secret), "stdout: {}", self.stdout);
@@ -50,25 +38,7 @@ impl Run {
 /// Runs the binary with `input` on stdin, in an environment without the developer's
 /// variables, plus `env`.
 fn ctx(args: &[&str], env: &[(&str, &str)], input: &str) -> Run {
-    let mut cmd = isolated::command();
-    cmd.envs(env.iter().copied())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn ctx");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_string();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(input.as_bytes());
-    });
-    let out = child.wait_with_output().expect("wait for ctx");
-    writer.join().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    isolated::run(args, env, input)
 }
 
 fn read(path: &str) -> String {

@@ -3,6 +3,7 @@
 //! conversations and every file of the corpus (tests/corpus).
 
 mod common;
+mod isolated;
 
 use clap::Parser;
 use common::*;
@@ -533,37 +534,13 @@ fn a_message_changed_by_two_stages_is_dropped_once_as_the_original() {
     assert_eq!(d[0].message, doc.messages()[2]);
 }
 
-/// Runs the binary on `input` with no CTX_*/OPENAI_* variables; (exit code, stdout, stderr).
+/// Runs the binary on `input`, isolated from the developer's environment; (exit code, stdout,
+/// stderr).
 fn ctx_cli(args: &[&str], input: &Value) -> (i32, String, String) {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
-    for (name, _) in std::env::vars() {
-        if name.starts_with("CTX_") || name.starts_with("OPENAI_") {
-            cmd.env_remove(&name);
-        }
-    }
-    let mut child = cmd
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let bytes = serde_json::to_vec(input).unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || pipe.write_all(&bytes));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let r = isolated::run(args, &[], serde_json::to_vec(input).unwrap());
+    (r.code, r.stdout, r.stderr)
 }
 
-/// A system prompt, an assistant greeting, the task, then eight tool exchanges: as an OpenAI
-/// body, or as an Anthropic body.
 fn greeting_then_task(dialect: Dialect) -> Value {
     let result = |i: usize| format!("output of step {i} {}", "lorem ipsum dolor ".repeat(20));
     let mut msgs = vec![

@@ -5,9 +5,6 @@
 mod common;
 mod isolated;
 
-use std::io::Write;
-use std::process::Stdio;
-
 use common::*;
 use ctx::conversation::{Conversation, PinOptions};
 use ctx::document::{Dialect, Document};
@@ -15,23 +12,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn ctx(args: &[&str], stdin: &Value) -> (i32, String, String) {
-    let mut child = isolated::command()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input = serde_json::to_vec(stdin).unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    let w = std::thread::spawn(move || pipe.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    w.join().unwrap().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let r = isolated::run(args, &[], serde_json::to_vec(stdin).unwrap());
+    (r.code, r.stdout, r.stderr)
 }
 
 fn is_summary(m: &Value) -> bool {
@@ -229,31 +211,23 @@ fn a_summary_file_is_placed_with_a_header_and_extended_later() {
 #[test]
 fn engine_auto_never_uses_a_stray_openai_key() {
     let input = read_json(std::path::Path::new("tests/data/agent_openai.json"));
-    let mut child = isolated::command()
-        .args([
+    let r = isolated::run(
+        &[
             "summarize",
             "--force",
             "--keep-recent",
             "2",
             "--report",
             "-",
-        ])
-        .env("OPENAI_API_KEY", "sk-test-should-never-be-used")
-        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(&serde_json::to_vec(&input).unwrap())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+        ],
+        &[
+            ("OPENAI_API_KEY", "sk-test-should-never-be-used"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ],
+        serde_json::to_vec(&input).unwrap(),
+    );
+    let stderr = r.stderr;
+    assert_eq!(r.code, 0, "{stderr}");
     assert!(stderr.contains("chose extractive"), "{stderr}");
     assert!(stderr.contains("\"engine\":\"extractive\""), "{stderr}");
     assert!(!stderr.contains("sk-test"), "{stderr}");

@@ -82,3 +82,46 @@ pub fn blanked_vars() -> Vec<(String, String)> {
     vars.push(("XDG_CONFIG_HOME".into(), home));
     vars
 }
+
+/// What a run of `ctx` wrote, and how it ended (-1: killed by a signal).
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Stdout as JSON; fails the test when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+}
+
+/// Runs `ctx ARGS`, isolated, with the variables of `env` set and `input` on stdin (written
+/// from a thread, so a large input cannot block on a full stdout pipe).
+pub fn run(args: &[&str], env: &[(&str, &str)], input: impl Into<Vec<u8>>) -> Run {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command()
+        .envs(env.iter().copied())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ctx");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input = input.into();
+    // ctx may stop reading early (an error): a broken pipe is not the test's failure.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait for ctx");
+    writer.join().expect("stdin writer");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
