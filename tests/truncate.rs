@@ -130,6 +130,16 @@ fn check_all(doc: &Document, opts: &Options) -> Result<(), TestCaseError> {
             None => prop_assert!(is_note(m)),
         }
     }
+    // The newest unit ends the output: nothing (a note) comes after the message the model
+    // answers.
+    if let Some(u) = Conversation::new(doc.messages(), doc.dialect).units.last() {
+        let tail: Vec<Option<usize>> = u.range().map(Some).collect();
+        prop_assert!(
+            t.origins.ends_with(&tail),
+            "the output does not end with the newest unit: {:?}",
+            t.origins
+        );
+    }
     let mut must_keep = pinned_inputs(doc, &opts.pins);
     must_keep.extend(protected_inputs(doc, opts.protect_recent_exchanges));
     for i in must_keep {
@@ -534,6 +544,41 @@ fn the_newest_exchanges_can_be_protected() {
     );
     assert!(t.tokens_after <= 1300);
     assert!((20..28).all(|m| !t.removed.contains(&m)));
+}
+
+/// An Anthropic note never comes before the first kept user turn (a later run would take it for
+/// the task); when that turn is the newest unit, the removed messages get no note rather than
+/// one after the newest unit, where it would be the message the model answers.
+#[test]
+fn no_note_after_the_newest_unit() {
+    let doc = Document::parse(
+        json!([
+            {"role": "user", "content": "first request, long enough to be worth removing ".repeat(4)},
+            {"role": "user", "content": "second request, long enough to be worth removing ".repeat(4)},
+            {"role": "user", "content": "the newest request"}
+        ]),
+        Some(Dialect::Anthropic),
+    )
+    .unwrap();
+    let newest = doc.messages()[2].clone();
+    let opts = Options {
+        budget: 30,
+        keep_last: None,
+        strategy: Strategy::Oldest,
+        keep_first: 2,
+        weights: Weights::default(),
+        partial: false,
+        note: Some(NOTE.into()),
+        pins: PinOptions {
+            no_keep_task: true,
+            ..PinOptions::default()
+        },
+        protect_recent_exchanges: 0,
+        best_effort: false,
+    };
+    let t = truncated(&doc, &opts);
+    assert_eq!(t.doc.messages(), &[newest], "{:?}", t.doc.messages());
+    assert_eq!(t.removed, vec![0, 1]);
 }
 
 #[test]

@@ -586,7 +586,7 @@ pub fn truncate_with(
     }
     .into_iter()
     .peekable();
-    // Each unit, then the end (where a deferred note may go).
+    // Each unit, then the end.
     let units = conv.units.iter().map(Some).chain(std::iter::once(None));
     for (u, unit) in units.enumerate() {
         if let (Some(&(at, gap)), Some(text)) = (places.peek(), &opts.note) {
@@ -873,8 +873,9 @@ fn hash_value(v: &Value, h: &mut impl Hasher) {
 /// Where notes go: (the kept unit a note comes before, or the unit count for the end; messages
 /// removed). A note goes where a run of units was removed, except that a note in the user role
 /// (Anthropic) never comes before the first kept user turn: a later run would take it for the
-/// task. The runs before that turn are counted in the first note after it (at the end when that
-/// turn is the last unit kept).
+/// task. The runs before that turn are counted in the first note after it; when that turn is
+/// the last unit kept, they get no note: a note after the newest unit would be the last message,
+/// the one the model answers.
 fn gaps(conv: &Conversation, keep: &[bool], dialect: Dialect) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut gap = 0;
@@ -892,9 +893,8 @@ fn gaps(conv: &Conversation, keep: &[bool], dialect: Dialect) -> Vec<(usize, usi
             gap += unit.end - unit.start;
         }
     }
-    if gap > 0 {
-        out.push((conv.units.len(), gap));
-    }
+    // The newest unit is always kept, so a run still open here was held back from before the
+    // first user turn, and that turn is the last unit: no note.
     out
 }
 
