@@ -7,21 +7,20 @@
 //! the estimate is kept beside it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::{Map, Value, json};
 
+use super::runner::Shared;
 use super::summarize::{MAX_RETRIES, parse_timeout};
-use super::{Env, ExactCountFailed, InputArgs, Outcome, OutputArgs, prepare_to_count};
+use super::{Env, ExactCountFailed, InputArgs, Outcome, OutputArgs};
 use crate::conversation::Conversation;
 use crate::counter::Counter;
 use crate::exact::{BaseUrlFlags, Providers};
 use crate::input::Origin;
 use crate::llm::UrlArg;
-use crate::output::render;
-use crate::settings::{Budget, ModelArgs, read_tools_file};
+use crate::settings::{Budget, ModelArgs};
 
 /// Count the input tokens of each document.
 ///
@@ -156,8 +155,7 @@ pub enum Format {
 /// Runs `count` over documents with flags fixed for the run.
 pub struct Runner<'a> {
     args: &'a Args,
-    env: &'a Env,
-    tools: Option<Arc<Value>>,
+    shared: Shared<'a>,
     /// The providers' endpoints, with `--exact` only.
     providers: Option<Providers>,
 }
@@ -174,12 +172,7 @@ impl<'a> Runner<'a> {
     /// Reads what the whole run shares (the `--tools` file) and, with `--exact`, resolves the
     /// providers' endpoints (a bad base URL is an error here, before any document is read).
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let tools = args
-            .model
-            .tools
-            .as_deref()
-            .map(|p| read_tools_file(p, args.input.max_input_size))
-            .transpose()?;
+        let shared = Shared::new(&args.input, &args.model, &args.output_flags, env)?;
         let providers = match args.exact.exact {
             None | Some(ExactWhen::Off) => None,
             Some(_) => {
@@ -199,8 +192,7 @@ impl<'a> Runner<'a> {
         };
         Ok(Runner {
             args,
-            env,
-            tools,
+            shared,
             providers,
         })
     }
@@ -234,13 +226,7 @@ impl<'a> Runner<'a> {
 
     /// Counts one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let p = prepare_to_count(
-            value,
-            &self.args.input,
-            &self.args.model,
-            self.env,
-            self.tools.clone(),
-        )?;
+        let p = self.shared.prepare_to_count(value)?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;
         let estimate = count.total() as u64;
@@ -347,7 +333,7 @@ impl<'a> Runner<'a> {
         }
         let report = Value::Object(report);
         let stdout = match self.args.output {
-            Format::Json => render(&report, self.args.output_flags.compact),
+            Format::Json => self.shared.render(&report),
             Format::Total => format!("{tokens}\n").into_bytes(),
             Format::Table => table(&report).into_bytes(),
         };

@@ -9,24 +9,23 @@
 //! only when a stage rewrote it), and maps what each stage did back to input indices.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use super::prune::{self, Thinking};
+use super::prune::{self, PruneFlags, Thinking};
+use super::runner::{Rewrite, Rewritten, Shared};
 use super::summarize::{self, Engine, Summarizer, SummaryArgs};
-use super::truncate::{self, Strategy, Weights};
+use super::truncate::{self, TruncateFlags};
 use super::{
-    BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare,
+    BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared,
+    SideArgs,
 };
-use crate::clip::DEFAULT_PLACEHOLDER;
 use crate::conversation::{Conversation, PinOptions, find_task, resolve_index};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::Document;
 use crate::input::Origin;
-use crate::output::render;
-use crate::settings::{Budget, ModelArgs, read_tools_file};
+use crate::settings::{Budget, ModelArgs};
 
 /// Bring each document under its budget with the least loss: old tool outputs go first, then
 /// the arguments of old calls, then (with --summarize) old messages into a summary, then old
@@ -107,60 +106,16 @@ pub struct Args {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// prune stage: most recent tool results kept verbatim.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    pub keep: usize,
-
-    /// Placeholder text for cleared results; {tool}, {args}, {tokens}, {chars}, {status},
-    /// {head}, {tail} and {salient} are replaced (see docs/strategies.md).
-    #[arg(long, value_name = "TEXT", default_value = DEFAULT_PLACEHOLDER, hide_default_value = true)]
-    pub placeholder: String,
-
-    /// prune stages: clear a result only when that saves at least N tokens.
-    #[arg(long, value_name = "N", default_value_t = prune::DEFAULT_MIN_SAVING)]
-    pub min_saving: usize,
+    #[command(flatten)]
+    pub prune: PruneFlags,
 
     /// args stage: string values over N tokens in the arguments of calls older than the --keep
     /// newest results are cut to their start and a marker (the JSON stays valid).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SHORTEN_ARGS)]
     pub shorten_args: usize,
 
-    /// Never clear or clip the results of these tools.
-    #[arg(long, value_name = "A,B", value_delimiter = ',')]
-    pub exclude_tools: Vec<String>,
-
-    /// Also replace the arguments of cleared calls with {}.
-    #[arg(long)]
-    pub clear_inputs: bool,
-
-    /// Clear error results too (Anthropic `is_error: true`).
-    #[arg(long)]
-    pub include_errors: bool,
-
-    /// prune stages: drop reasoning from older assistant turns (`old`) or all (`all`).
-    #[arg(long, value_enum, default_value = "keep")]
-    pub thinking: Thinking,
-
-    /// truncate stage: which units go first.
-    #[arg(long, value_enum, default_value = "oldest")]
-    pub strategy: Strategy,
-
-    /// truncate stage, with --strategy middle: units kept at the start after the pinned ones.
-    #[arg(long, value_name = "K", default_value_t = 2)]
-    pub keep_first: usize,
-
-    /// truncate stage, with --strategy importance: scores as key=value pairs.
-    #[arg(long, value_name = "K=V,...", value_parser = truncate::parse_weights)]
-    pub weights: Option<Weights>,
-
-    /// truncate stage: put a note where messages were removed (a flag: it takes no value).
-    #[arg(long)]
-    pub note: bool,
-
-    /// truncate stage: the note's text instead of the default ({count}: how many messages were
-    /// removed there); implies --note.
-    #[arg(long, value_name = "TEXT")]
-    pub note_text: Option<String>,
+    #[command(flatten)]
+    pub truncate: TruncateFlags,
 
     #[command(flatten)]
     pub summary: SummaryArgs,
@@ -200,6 +155,18 @@ pub enum Stage {
 }
 
 impl Stage {
+    /// Every stage, in the default order.
+    pub const ALL: [Stage; 8] = [
+        Stage::Prune,
+        Stage::Clip,
+        Stage::Args,
+        Stage::Summarize,
+        Stage::Truncate,
+        Stage::PruneAll,
+        Stage::TruncateAll,
+        Stage::Partial,
+    ];
+
     /// The stage's name as `--stages` and the report spell it.
     pub fn name(self) -> &'static str {
         match self {
@@ -215,7 +182,65 @@ impl Stage {
     }
 }
 
+impl Args {
+    /// The stages to run: those `--stages` names, in its order (each once), else the default
+    /// order with summarize only with `--summarize` and partial only with `--partial`.
+    pub fn stages(&self) -> Result<Vec<Stage>> {
+        if self.stages.is_empty() {
+            return Ok(Stage::ALL
+                .into_iter()
+                .filter(|s| match s {
+                    Stage::Summarize => self.summarize.is_some(),
+                    Stage::Partial => self.partial,
+                    _ => true,
+                })
+                .collect());
+        }
+        let mut seen = Vec::new();
+        for &s in &self.stages {
+            if seen.contains(&s) {
+                bail!("--stages names {} twice", s.name());
+            }
+            seen.push(s);
+        }
+        Ok(seen)
+    }
+
+    /// `fit`'s options from its flags, with a budget and a trigger of 0: those are resolved for
+    /// each document, against its window ([`Options::for_budget`]).
+    pub fn options(&self) -> Result<Options> {
+        let pins = self.pin.pins();
+        let truncate = truncate::Options {
+            pins: pins.clone(),
+            ..self.truncate.options()?
+        };
+        Ok(Options {
+            budget: 0,
+            shorten_args: self.shorten_args,
+            trigger: 0,
+            stages: self.stages()?,
+            details: self.side.report.is_some() || self.dry_run,
+            prune: prune::Options {
+                pins: pins.clone(),
+                keep_originals: self.side.dropped.is_some(),
+                ..self.prune.options()
+            },
+            truncate,
+            summarize: summarize::Options {
+                keep_recent: self.summary.keep_recent,
+                after_messages: 0,
+                over_tokens: 0,
+                force: true,
+                pins,
+                budget: None,
+                task: None,
+            },
+        })
+    }
+}
+
 /// Everything the stages need, resolved for one document.
+#[derive(Clone, Debug)]
 pub struct Options {
     pub budget: u64,
     /// The args stage: string values over this many tokens in old calls' arguments are cut.
@@ -228,6 +253,18 @@ pub struct Options {
     pub prune: prune::Options,
     pub truncate: truncate::Options,
     pub summarize: summarize::Options,
+}
+
+impl Options {
+    /// These options for a document whose budget and trigger, in tokens, are these.
+    pub fn for_budget(&self, budget: u64, trigger: u64) -> Options {
+        let mut o = self.clone();
+        o.budget = budget;
+        o.trigger = trigger;
+        o.truncate.budget = budget;
+        o.summarize.budget = Some(budget);
+        o
+    }
 }
 
 /// What fitting did to one document.
@@ -732,21 +769,16 @@ pub fn fit(
 /// Runs `fit` over documents.
 pub struct Runner<'a> {
     args: &'a Args,
-    env: &'a Env,
-    tools: Option<Arc<Value>>,
-    stages: Vec<Stage>,
+    shared: Shared<'a>,
+    /// The options of the flags; each document's budget and trigger go in.
+    options: Options,
     summarizer: Option<Summarizer>,
 }
 
 impl<'a> Runner<'a> {
     /// Checks the flags and resolves the stages and the summarizer.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let tools = args
-            .model
-            .tools
-            .as_deref()
-            .map(|p| read_tools_file(p, args.input.max_input_size))
-            .transpose()?;
+        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
         if let (Some(Budget::Tokens(b)), Some(Budget::Tokens(t))) =
             (args.budget.budget, args.trigger)
         {
@@ -756,36 +788,8 @@ impl<'a> Runner<'a> {
                 );
             }
         }
-        truncate::note_text(args.note, args.note_text.as_deref())?;
-        let stages = if args.stages.is_empty() {
-            [
-                Stage::Prune,
-                Stage::Clip,
-                Stage::Args,
-                Stage::Summarize,
-                Stage::Truncate,
-                Stage::PruneAll,
-                Stage::TruncateAll,
-                Stage::Partial,
-            ]
-            .into_iter()
-            .filter(|s| match s {
-                Stage::Summarize => args.summarize.is_some(),
-                Stage::Partial => args.partial,
-                _ => true,
-            })
-            .collect()
-        } else {
-            let mut seen = Vec::new();
-            for &s in &args.stages {
-                if seen.contains(&s) {
-                    bail!("--stages names {} twice", s.name());
-                }
-                seen.push(s);
-            }
-            seen
-        };
-        let summarizer = if stages.contains(&Stage::Summarize) {
+        let options = args.options()?;
+        let summarizer = if options.stages.contains(&Stage::Summarize) {
             if args.dry_run && args.summarize == Some(Engine::Llm) {
                 bail!(
                     "--dry-run with --summarize=llm would call the server; preview with --summarize=extractive"
@@ -804,9 +808,8 @@ impl<'a> Runner<'a> {
         };
         Ok(Runner {
             args,
-            env,
-            tools,
-            stages,
+            shared,
+            options,
             summarizer,
         })
     }
@@ -819,15 +822,17 @@ impl<'a> Runner<'a> {
 
     /// Fits one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
+        self.shared.rewrite(self, value)
+    }
+}
+
+impl Rewrite for Runner<'_> {
+    /// The budget and the trigger, in tokens.
+    type Limits = (u64, u64);
+
+    fn limits(&self, p: &mut Prepared) -> Result<(u64, u64)> {
         let args = self.args;
-        let mut p = prepare(
-            value,
-            &args.input,
-            &args.model,
-            self.env,
-            self.tools.clone(),
-        )?;
-        let budget = args.budget.budget(&mut p)?;
+        let budget = args.budget.budget(p)?;
         let trigger = match args.trigger {
             Some(t) => {
                 // Compared as given: lowering both to the window minus the reserve may make
@@ -846,15 +851,24 @@ impl<'a> Runner<'a> {
             }
             None => budget,
         };
-        let counter = Counter::new(&p.settings, p.doc.dialect);
-        let count = counter.document(&p.doc)?;
-        let mut warnings = p.warnings;
-        warnings.extend(count.notes.warnings.iter().cloned());
+        Ok((budget, trigger))
+    }
+
+    fn rewrite(
+        &self,
+        doc: Document,
+        counter: &Counter,
+        count: DocumentCount,
+        (budget, trigger): (u64, u64),
+        warnings: &mut Vec<String>,
+    ) -> Result<Rewritten> {
+        let args = self.args;
         if let Some(w) = args.warn_at {
-            let limit = p.settings.budget_tokens(w)?;
+            let settings = counter.settings;
+            let limit = settings.budget_tokens(w)?;
             let tokens = count.total();
             if tokens as u64 > limit {
-                let share = match p.settings.context_window {
+                let share = match settings.context_window {
                     Some(win) if win > 0 => format!(
                         ", {:.1}% of the {win}-token window",
                         tokens as f64 * 100.0 / win as f64
@@ -866,52 +880,9 @@ impl<'a> Runner<'a> {
                 ));
             }
         }
-        let pins = args.pin.pins();
-        let opts = Options {
-            budget,
-            shorten_args: args.shorten_args,
-            trigger,
-            stages: self.stages.clone(),
-            details: args.side.report.is_some() || args.dry_run,
-            prune: prune::Options {
-                keep: args.keep,
-                placeholder: args.placeholder.clone(),
-                trigger: None,
-                clear_at_least: None,
-                exclude_tools: args.exclude_tools.clone(),
-                clear_inputs: args.clear_inputs,
-                max_tool_tokens: None,
-                thinking: args.thinking,
-                include_errors: args.include_errors,
-                pins: pins.clone(),
-                keep_originals: args.side.dropped.is_some(),
-                min_saving: args.min_saving,
-                ..prune::Options::default()
-            },
-            truncate: truncate::Options {
-                budget,
-                keep_last: None,
-                strategy: args.strategy,
-                keep_first: args.keep_first,
-                weights: args.weights.unwrap_or_default(),
-                partial: false,
-                note: truncate::note_text(args.note, args.note_text.as_deref())?,
-                pins: pins.clone(),
-                protect_recent_exchanges: 0,
-                best_effort: false,
-            },
-            summarize: summarize::Options {
-                keep_recent: args.summary.keep_recent,
-                after_messages: 0,
-                over_tokens: 0,
-                force: true,
-                pins,
-                budget: Some(budget),
-                task: None,
-            },
-        };
-        let input = args.dry_run.then(|| p.doc.value().clone());
-        let f = fit(p.doc, &counter, count, &opts, self.summarizer.as_ref())?;
+        let opts = self.options.for_budget(budget, trigger);
+        let input = args.dry_run.then(|| doc.value().clone());
+        let f = fit(doc, counter, count, &opts, self.summarizer.as_ref())?;
         if f.stages.iter().any(|s| s["summary_truncated"] == true) {
             warnings.push(summarize::TRUNCATED_SUMMARY.to_string());
         }
@@ -924,7 +895,7 @@ impl<'a> Runner<'a> {
         } else {
             Value::Null
         };
-        let report = json!({
+        let mut report = json!({
             "command": "fit",
             "budget": budget,
             "trigger": trigger,
@@ -934,23 +905,20 @@ impl<'a> Runner<'a> {
             "stages": f.stages,
             "stopped_at": stopped_at,
         });
-        if let Some(input) = input {
-            let mut report = report;
-            report["dry_run"] = json!(true);
-            return Ok(Outcome {
-                stdout: render(&input, args.output.compact),
-                code: 0,
-                warnings,
+        Ok(match input {
+            Some(input) => {
+                report["dry_run"] = json!(true);
+                Rewritten {
+                    output: input,
+                    report: Some(report),
+                    dropped: Vec::new(),
+                }
+            }
+            None => Rewritten {
+                output: f.doc.into_value(),
                 report: Some(report),
-                dropped: Vec::new(),
-            });
-        }
-        Ok(Outcome {
-            stdout: render(&f.doc.into_value(), args.output.compact),
-            code: 0,
-            warnings,
-            report: Some(report),
-            dropped: f.dropped,
+                dropped: f.dropped,
+            },
         })
     }
 }

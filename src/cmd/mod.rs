@@ -6,6 +6,7 @@ pub mod count;
 pub mod fit;
 pub mod models;
 pub mod prune;
+mod runner;
 pub mod summarize;
 pub mod truncate;
 

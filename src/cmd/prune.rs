@@ -12,12 +12,12 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
-use super::{CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare};
+use super::runner::{Rewrite, Rewritten, Shared};
+use super::{CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs};
 use crate::args::{short_form, shorten};
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
 use crate::conversation::{Conversation, PinOptions, Role};
@@ -25,14 +25,16 @@ use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::{Dialect, Document, Field};
 use crate::excerpt::{MAX_PLACEHOLDER_TOKENS, placeholder};
 use crate::input::Origin;
-use crate::output::render;
-use crate::settings::{Budget, ModelArgs, read_tools_file};
+use crate::settings::{Budget, ModelArgs};
 
 /// The default `--min-saving`: a result is cleared only when that saves at least this many
 /// tokens, counted against the placeholder's bound (80 tokens): a result under 280 tokens (a
 /// short error, a test summary, a few lines of a file) is worth more to the next turn than what
 /// clearing it would save.
 pub const DEFAULT_MIN_SAVING: usize = 200;
+
+/// The default `--keep`: the newest tool results kept verbatim.
+pub const DEFAULT_KEEP: usize = 3;
 
 /// Clear old tool results (and optionally old reasoning), keeping every message and id.
 ///
@@ -63,26 +65,14 @@ pub struct Args {
     #[command(flatten)]
     pub model: ModelArgs,
 
-    /// Most recent tool results kept verbatim (each result of a parallel call counts; results
-    /// of excluded tools and error results do not).
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    pub keep: usize,
-
-    /// Placeholder text for cleared results; {tool}, {args}, {tokens}, {chars}, {status},
-    /// {head}, {tail} and {salient} are replaced (see docs/strategies.md).
-    #[arg(long, value_name = "TEXT", default_value = DEFAULT_PLACEHOLDER, hide_default_value = true)]
-    pub placeholder: String,
+    #[command(flatten)]
+    pub prune: PruneFlags,
 
     /// Clear oldest first only until the document is within N tokens (or P% of the window,
     /// lowered to the window minus the reserve), keeping the --keep newest; exit 3 if it cannot
     /// get there.
     #[arg(long, value_name = "N|P%")]
     pub budget: Option<Budget>,
-
-    /// Clear a result only when that saves at least N tokens (its tokens minus its
-    /// placeholder's).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MIN_SAVING)]
-    pub min_saving: usize,
 
     /// Cut string values over N tokens inside the arguments of old tool calls to their start and
     /// a marker (valid JSON kept; the calls of the --keep newest results and of the newest unit
@@ -104,27 +94,10 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub clear_at_least: Option<usize>,
 
-    /// Never clear, clip or shorten the results and calls of these tools.
-    #[arg(long, value_name = "A,B", value_delimiter = ',')]
-    pub exclude_tools: Vec<String>,
-
-    /// Also replace the arguments of cleared calls with {}.
-    #[arg(long)]
-    pub clear_inputs: bool,
-
     /// Clip any tool result over N tokens middle-out (head and tail kept, a marker with the
     /// omitted count between), kept results included.
     #[arg(long, value_name = "N")]
     pub max_tool_tokens: Option<usize>,
-
-    /// Drop reasoning (thinking, redacted_thinking, reasoning_content) from older assistant
-    /// turns (`old`) or all of them (`all`); never from an unfinished tool loop.
-    #[arg(long, value_enum, default_value = "keep")]
-    pub thinking: Thinking,
-
-    /// Clear error results too (Anthropic `is_error: true`).
-    #[arg(long)]
-    pub include_errors: bool,
 
     #[command(flatten)]
     pub pin: PinArgs,
@@ -134,6 +107,73 @@ pub struct Args {
 
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// How tool results are cleared: the flags `prune` shares with `fit`'s prune stages.
+#[derive(clap::Args, Clone, Debug)]
+pub struct PruneFlags {
+    /// Most recent tool results kept verbatim (each result of a parallel call counts; results
+    /// of excluded tools and error results do not).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_KEEP)]
+    pub keep: usize,
+
+    /// Placeholder text for cleared results; {tool}, {args}, {tokens}, {chars}, {status},
+    /// {head}, {tail} and {salient} are replaced (see docs/strategies.md).
+    #[arg(long, value_name = "TEXT", default_value = DEFAULT_PLACEHOLDER, hide_default_value = true)]
+    pub placeholder: String,
+
+    /// Clear a result only when that saves at least N tokens (its tokens minus its
+    /// placeholder's).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MIN_SAVING)]
+    pub min_saving: usize,
+
+    /// Never clear, clip or shorten the results and calls of these tools.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub exclude_tools: Vec<String>,
+
+    /// Also replace the arguments of cleared calls with {}.
+    #[arg(long)]
+    pub clear_inputs: bool,
+
+    /// Drop reasoning (thinking, redacted_thinking, reasoning_content) from older assistant
+    /// turns (`old`) or all of them (`all`); never from an unfinished tool loop.
+    #[arg(long, value_enum, default_value = "keep")]
+    pub thinking: Thinking,
+
+    /// Clear error results too (Anthropic `is_error: true`).
+    #[arg(long)]
+    pub include_errors: bool,
+}
+
+impl PruneFlags {
+    /// The options these flags set, the others as [`Options::default`] has them.
+    pub fn options(&self) -> Options {
+        Options {
+            keep: self.keep,
+            placeholder: self.placeholder.clone(),
+            min_saving: self.min_saving,
+            exclude_tools: self.exclude_tools.clone(),
+            clear_inputs: self.clear_inputs,
+            thinking: self.thinking,
+            include_errors: self.include_errors,
+            ..Options::default()
+        }
+    }
+}
+
+impl Args {
+    /// `prune`'s options from its flags, without a trigger or a budget: those are resolved for
+    /// each document, against its window.
+    pub fn options(&self) -> Options {
+        Options {
+            clear_at_least: self.clear_at_least,
+            max_tool_tokens: self.max_tool_tokens,
+            shorten_args: self.shorten_args,
+            pins: self.pin.pins(),
+            keep_originals: self.side.dropped.is_some(),
+            ..self.prune.options()
+        }
+    }
 }
 
 /// `--thinking` choices.
@@ -177,7 +217,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
-            keep: 3,
+            keep: DEFAULT_KEEP,
             placeholder: DEFAULT_PLACEHOLDER.to_string(),
             trigger: None,
             clear_at_least: None,
@@ -836,74 +876,74 @@ fn drop_reasoning(m: &mut Value, dialect: Dialect) -> bool {
 /// Runs `prune` over documents.
 pub struct Runner<'a> {
     args: &'a Args,
-    env: &'a Env,
-    tools: Option<Arc<Value>>,
+    shared: Shared<'a>,
+    /// The options of the flags; each document's trigger and budget go in.
+    options: Options,
 }
 
 impl<'a> Runner<'a> {
     /// Reads what the run shares.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let tools = args
-            .model
-            .tools
-            .as_deref()
-            .map(|p| read_tools_file(p, args.input.max_input_size))
-            .transpose()?;
+        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
         if args.max_tool_tokens == Some(0) {
             bail!("--max-tool-tokens must be at least 1");
         }
         if args.shorten_args == Some(0) {
             bail!("--shorten-args must be at least 1");
         }
-        Ok(Runner { args, env, tools })
+        Ok(Runner {
+            args,
+            shared,
+            options: args.options(),
+        })
     }
 
     /// Prunes one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let mut p = prepare(
-            value,
-            &self.args.input,
-            &self.args.model,
-            self.env,
-            self.tools.clone(),
-        )?;
+        self.shared.rewrite(self, value)
+    }
+}
+
+impl Rewrite for Runner<'_> {
+    /// `--trigger` and `--budget`, in tokens.
+    type Limits = (Option<u64>, Option<u64>);
+
+    fn limits(&self, p: &mut Prepared) -> Result<Self::Limits> {
+        let reserve = self.args.reserve;
         let trigger = self
             .args
             .trigger
-            .map(|t| p.request_tokens("--trigger", t, self.args.reserve))
+            .map(|t| p.request_tokens("--trigger", t, reserve))
             .transpose()?;
         let budget = self
             .args
             .budget
-            .map(|b| p.request_tokens("--budget", b, self.args.reserve))
+            .map(|b| p.request_tokens("--budget", b, reserve))
             .transpose()?;
-        let counter = Counter::new(&p.settings, p.doc.dialect);
-        let count = counter.document(&p.doc)?;
+        Ok((trigger, budget))
+    }
+
+    fn rewrite(
+        &self,
+        doc: Document,
+        counter: &Counter,
+        count: DocumentCount,
+        (trigger, budget): Self::Limits,
+        _warnings: &mut Vec<String>,
+    ) -> Result<Rewritten> {
         let opts = Options {
-            keep: self.args.keep,
-            placeholder: self.args.placeholder.clone(),
             trigger,
-            clear_at_least: self.args.clear_at_least,
-            exclude_tools: self.args.exclude_tools.clone(),
-            clear_inputs: self.args.clear_inputs,
-            max_tool_tokens: self.args.max_tool_tokens,
-            thinking: self.args.thinking,
-            include_errors: self.args.include_errors,
-            pins: self.args.pin.pins(),
-            keep_originals: self.args.side.dropped.is_some(),
             budget,
-            protect_newest_unit: false,
-            min_saving: self.args.min_saving,
-            shorten_args: self.args.shorten_args,
+            ..self.options.clone()
         };
-        let r = prune(p.doc, &counter, &count, &opts)?;
+        let r = prune(doc, counter, &count, &opts)?;
         if let Some(b) = budget {
             let under_trigger = opts.trigger.is_some_and(|t| r.tokens_before as u64 <= t);
             if r.tokens_after as u64 > b && !under_trigger {
                 return Err(CannotFit {
                     reason: format!(
                         "pruning leaves {} tokens: the --keep {} newest results, results that would save under --min-saving {} tokens, error results and pinned messages stay (try ctx fit, or a lower --keep or --min-saving)",
-                        r.tokens_after, self.args.keep, self.args.min_saving
+                        r.tokens_after, opts.keep, opts.min_saving
                     ),
                     tokens_before: r.tokens_before,
                     budget: b,
@@ -921,12 +961,8 @@ impl<'a> Runner<'a> {
         report.insert("tokens_after".into(), json!(r.tokens_after));
         report.extend(r.report_lists(Value::from));
         report.insert("thinking".into(), json!(r.thinking));
-        let mut warnings = p.warnings;
-        warnings.extend(count.notes.warnings.iter().cloned());
-        Ok(Outcome {
-            stdout: render(&r.doc.into_value(), self.args.output.compact),
-            code: 0,
-            warnings,
+        Ok(Rewritten {
+            output: r.doc.into_value(),
             report: Some(Value::Object(report)),
             dropped: r.dropped,
         })

@@ -8,14 +8,14 @@
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
+use super::runner::{Rewrite, Rewritten, Shared};
 use super::{
-    Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, SummarizerFailed, prepare,
+    Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, SummarizerFailed,
 };
 use crate::clip::{clip_middle, thousands};
 use crate::conversation::{Conversation, PinOptions, Role};
@@ -24,8 +24,7 @@ use crate::document::{Dialect, Document};
 use crate::excerpt::excerpt;
 use crate::input::{ByteSize, Origin, read_flag_file};
 use crate::llm::{BaseUrl, ChatRequest, Endpoint, UrlArg};
-use crate::output::render;
-use crate::settings::{Budget, ModelArgs, read_tools_file};
+use crate::settings::{Budget, ModelArgs};
 use crate::tokenizer::Encoding;
 
 /// The summary header; `{n}` is the cumulative number of messages summarized.
@@ -1163,23 +1162,35 @@ pub fn summarize(
     Ok(out)
 }
 
+impl Args {
+    /// `summarize`'s options from its flags, with `over_tokens` 0: that trigger is resolved for
+    /// each document, against its window.
+    pub fn options(&self) -> Options {
+        Options {
+            keep_recent: self.summary.keep_recent,
+            after_messages: self.after_messages,
+            over_tokens: 0,
+            force: self.force,
+            pins: self.pin.pins(),
+            budget: None,
+            task: None,
+        }
+    }
+}
+
 /// Runs `summarize` over documents.
 pub struct Runner<'a> {
     args: &'a Args,
-    env: &'a Env,
-    tools: Option<Arc<Value>>,
+    shared: Shared<'a>,
+    /// The options of the flags; each document's `--over-tokens` goes in.
+    options: Options,
     summarizer: Summarizer,
 }
 
 impl<'a> Runner<'a> {
     /// Resolves the engine and reads the files the run shares.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let tools = args
-            .model
-            .tools
-            .as_deref()
-            .map(|p| read_tools_file(p, args.input.max_input_size))
-            .transpose()?;
+        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
         let summarizer = Summarizer::new(
             &args.summary,
             args.engine,
@@ -1190,8 +1201,8 @@ impl<'a> Runner<'a> {
         )?;
         Ok(Runner {
             args,
-            env,
-            tools,
+            shared,
+            options: args.options(),
             summarizer,
         })
     }
@@ -1207,36 +1218,39 @@ impl<'a> Runner<'a> {
 
     /// Summarizes one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
+        self.shared.rewrite(self, value)
+    }
+}
+
+impl Rewrite for Runner<'_> {
+    /// `--over-tokens`, in tokens.
+    type Limits = u64;
+
+    fn limits(&self, p: &mut Prepared) -> Result<u64> {
         let args = self.args;
-        let mut p = prepare(
-            value,
-            &args.input,
-            &args.model,
-            self.env,
-            self.tools.clone(),
-        )?;
-        let over_tokens = match args.over_tokens {
+        Ok(match args.over_tokens {
             Some(b) => p.request_tokens("--over-tokens", b, args.reserve)?,
             None => p
                 .settings
                 .default_budget(args.reserve, p.doc.body_max_tokens())
                 .map_or(128_000, |b| b.min(128_000)),
-        };
-        let counter = Counter::new(&p.settings, p.doc.dialect);
-        let count = counter.document(&p.doc)?;
+        })
+    }
+
+    fn rewrite(
+        &self,
+        doc: Document,
+        counter: &Counter,
+        count: DocumentCount,
+        over_tokens: u64,
+        warnings: &mut Vec<String>,
+    ) -> Result<Rewritten> {
         let opts = Options {
-            keep_recent: args.summary.keep_recent,
-            after_messages: args.after_messages,
             over_tokens,
-            force: args.force,
-            pins: args.pin.pins(),
-            budget: None,
-            task: None,
+            ..self.options.clone()
         };
-        let mut warnings = p.warnings;
-        warnings.extend(count.notes.warnings.iter().cloned());
-        if args.dry_run {
-            let plan = plan(&p.doc, &count, &opts, self.summarizer.summary_role)?;
+        if self.args.dry_run {
+            let plan = plan(&doc, &count, &opts, self.summarizer.summary_role)?;
             let report = json!({
                 "command": "summarize",
                 "triggered": plan.triggered,
@@ -1247,21 +1261,19 @@ impl<'a> Runner<'a> {
                 "dry_run": true,
                 "would_summarize": plan.triggered && !plan.range.is_empty(),
             });
-            return Ok(Outcome {
-                stdout: render(&report, args.output.compact),
-                warnings,
-                ..Outcome::default()
+            return Ok(Rewritten {
+                output: report,
+                report: None,
+                dropped: Vec::new(),
             });
         }
-        let s = summarize(p.doc, &counter, &count, &opts, &self.summarizer, &[])?;
+        let s = summarize(doc, counter, &count, &opts, &self.summarizer, &[])?;
         warnings.extend(s.truncation_warning());
         let report = s.report(self.summarizer.engine_name());
-        Ok(Outcome {
-            stdout: render(&s.doc.into_value(), args.output.compact),
-            warnings,
+        Ok(Rewritten {
+            output: s.doc.into_value(),
             report: Some(report),
             dropped: s.dropped,
-            code: 0,
         })
     }
 }

@@ -12,26 +12,29 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
+use super::runner::{Rewrite, Rewritten, Shared};
 use super::{
-    BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, SideArgs, prepare,
+    BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared,
+    SideArgs,
 };
 use crate::clip::clip_middle;
 use crate::conversation::{Conversation, PinOptions, Role, UnitKind};
 use crate::counter::{Counter, DocumentCount, Notes};
 use crate::document::{Dialect, Document, Field};
 use crate::input::Origin;
-use crate::output::render;
-use crate::settings::{ModelArgs, read_tools_file};
+use crate::settings::ModelArgs;
 use crate::signals::Signals;
 
 /// The note's default text; `{count}` is the number of messages removed at that place.
 pub const DEFAULT_NOTE: &str =
     "[ctx: {count} earlier messages were removed here to fit the context window]";
+
+/// The default `--keep-first`: units kept at the start by `--strategy middle`.
+pub const DEFAULT_KEEP_FIRST: usize = 2;
 
 /// Remove whole units (oldest first by default) until each document fits its budget.
 ///
@@ -70,6 +73,22 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub keep_last: Option<usize>,
 
+    #[command(flatten)]
+    pub truncate: TruncateFlags,
+
+    /// When whole units cannot fit, cut the largest unpinned text (tool results first)
+    /// middle-out to use the budget exactly.
+    #[arg(long)]
+    pub partial: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Which units go and what marks the gap: the flags `truncate` shares with `fit`'s truncate
+/// stages.
+#[derive(clap::Args, Clone, Debug)]
+pub struct TruncateFlags {
     /// Which units go first: the oldest, the middle (after --keep-first), or the least
     /// important (see --weights). With oldest and importance, older copies of a message
     /// repeated identically later go before anything else.
@@ -77,7 +96,7 @@ pub struct Args {
     pub strategy: Strategy,
 
     /// With --strategy middle: the number of units after the pinned ones kept at the start.
-    #[arg(long, value_name = "K", default_value_t = 2)]
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_KEEP_FIRST)]
     pub keep_first: usize,
 
     /// With --strategy importance: scores as key=value pairs (user, exchange, assistant,
@@ -85,11 +104,6 @@ pub struct Args {
     /// docs/strategies.md.
     #[arg(long, value_name = "K=V,...", value_parser = parse_weights)]
     pub weights: Option<Weights>,
-
-    /// When whole units cannot fit, cut the largest unpinned text (tool results first)
-    /// middle-out to use the budget exactly.
-    #[arg(long)]
-    pub partial: bool,
 
     /// Put a note where messages were removed: "[ctx: {count} earlier messages were removed
     /// here to fit the context window]". A flag: it takes no value.
@@ -100,9 +114,33 @@ pub struct Args {
     /// implies --note.
     #[arg(long, value_name = "TEXT")]
     pub note_text: Option<String>,
+}
 
-    #[command(flatten)]
-    pub output: OutputArgs,
+impl TruncateFlags {
+    /// The options these flags set, the others as [`Options::default`] has them; an empty
+    /// `--note-text` is a usage error.
+    pub fn options(&self) -> Result<Options> {
+        Ok(Options {
+            strategy: self.strategy,
+            keep_first: self.keep_first,
+            weights: self.weights.unwrap_or_default(),
+            note: note_text(self.note, self.note_text.as_deref())?,
+            ..Options::default()
+        })
+    }
+}
+
+impl Args {
+    /// `truncate`'s options from its flags, with a budget of 0: the budget is resolved for each
+    /// document, against its window.
+    pub fn options(&self) -> Result<Options> {
+        Ok(Options {
+            keep_last: self.keep_last,
+            partial: self.partial,
+            pins: self.pin.pins(),
+            ..self.truncate.options()?
+        })
+    }
 }
 
 /// `--strategy` choices.
@@ -222,7 +260,7 @@ impl Default for Options {
             budget: 0,
             keep_last: None,
             strategy: Strategy::Oldest,
-            keep_first: 2,
+            keep_first: DEFAULT_KEEP_FIRST,
             weights: Weights::default(),
             partial: false,
             note: None,
@@ -998,48 +1036,49 @@ fn text_locations(m: &Value, dialect: Dialect) -> Vec<(String, bool)> {
 /// Runs `truncate` over documents.
 pub struct Runner<'a> {
     args: &'a Args,
-    env: &'a Env,
-    tools: Option<Arc<Value>>,
+    shared: Shared<'a>,
+    /// The options of the flags; each document's budget goes in.
+    options: Options,
 }
 
 impl<'a> Runner<'a> {
     /// Reads what the run shares.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let tools = args
-            .model
-            .tools
-            .as_deref()
-            .map(|p| read_tools_file(p, args.input.max_input_size))
-            .transpose()?;
-        note_text(args.note, args.note_text.as_deref())?;
-        Ok(Runner { args, env, tools })
+        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
+        Ok(Runner {
+            args,
+            shared,
+            options: args.options()?,
+        })
     }
 
     /// Truncates one document.
     pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        let mut p = prepare(
-            value,
-            &self.args.input,
-            &self.args.model,
-            self.env,
-            self.tools.clone(),
-        )?;
-        let budget = self.args.budget.budget(&mut p)?;
-        let counter = Counter::new(&p.settings, p.doc.dialect);
-        let count = counter.document(&p.doc)?;
+        self.shared.rewrite(self, value)
+    }
+}
+
+impl Rewrite for Runner<'_> {
+    /// The budget, in tokens.
+    type Limits = u64;
+
+    fn limits(&self, p: &mut Prepared) -> Result<u64> {
+        self.args.budget.budget(p)
+    }
+
+    fn rewrite(
+        &self,
+        doc: Document,
+        counter: &Counter,
+        count: DocumentCount,
+        budget: u64,
+        warnings: &mut Vec<String>,
+    ) -> Result<Rewritten> {
         let opts = Options {
             budget,
-            keep_last: self.args.keep_last,
-            strategy: self.args.strategy,
-            keep_first: self.args.keep_first,
-            weights: self.args.weights.unwrap_or_default(),
-            partial: self.args.partial,
-            note: note_text(self.args.note, self.args.note_text.as_deref())?,
-            pins: self.args.pin.pins(),
-            protect_recent_exchanges: 0,
-            best_effort: false,
+            ..self.options.clone()
         };
-        let t = truncate(p.doc, &counter, &count, &opts)?;
+        let t = truncate(doc, counter, &count, &opts)?;
         let report = json!({
             "command": "truncate",
             "budget": budget,
@@ -1049,15 +1088,12 @@ impl<'a> Runner<'a> {
             "partial": t.partial.iter().map(|&(i, b, a)| json!({"index": i, "tokens_before": b, "tokens_after": a})).collect::<Vec<_>>(),
             "notes": t.notes,
         });
-        let mut warnings = p.warnings;
-        warnings.extend(count.notes.warnings.iter().cloned());
-        if self.args.weights.is_some() && self.args.strategy != Strategy::Importance {
+        let flags = &self.args.truncate;
+        if flags.weights.is_some() && flags.strategy != Strategy::Importance {
             warnings.push("--weights only applies to --strategy importance".into());
         }
-        Ok(Outcome {
-            stdout: render(&t.doc.into_value(), self.args.output.compact),
-            code: 0,
-            warnings,
+        Ok(Rewritten {
+            output: t.doc.into_value(),
             report: Some(report),
             dropped: t.dropped,
         })

@@ -1,0 +1,126 @@
+//! The steps every command that reads documents takes, written once: read `--tools` for the
+//! run, prepare each document (recognise it, resolve its model), count it, and render what the
+//! command made of it with its warnings.
+//!
+//! [`Shared`] holds what a run shares and does the common steps; a command that rewrites
+//! documents (`prune`, `truncate`, `summarize`, `fit`) supplies only its own part through
+//! [`Rewrite`]: the limits it works out from the prepared document before counting (its
+//! budget, trigger), and what it does with the counted document. `count` uses [`Shared`]'s
+//! steps directly (its output is a report, and its warnings come in their own order). This
+//! module knows nothing of any one command.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde_json::Value;
+
+use super::{Dropped, Env, InputArgs, Outcome, OutputArgs, Prepared, prepare, prepare_to_count};
+use crate::counter::{Counter, DocumentCount};
+use crate::document::Document;
+use crate::output::render;
+use crate::settings::{ModelArgs, read_tools_file};
+
+/// What a run of a command shares across its documents: its input, model and output flags, the
+/// environment, and the `--tools` definitions, read once.
+pub struct Shared<'a> {
+    input: &'a InputArgs,
+    model: &'a ModelArgs,
+    env: &'a Env,
+    compact: bool,
+    tools: Option<Arc<Value>>,
+}
+
+/// The part of a command that rewrites documents that is its own.
+pub trait Rewrite {
+    /// What the command works out from a prepared document before it is counted (its budget,
+    /// its trigger, in tokens).
+    type Limits;
+
+    /// Works out the limits of `p`; a limit lowered to the window adds its warning to `p`.
+    fn limits(&self, p: &mut Prepared) -> Result<Self::Limits>;
+
+    /// Rewrites `doc`, counted as `count` by `counter`. `warnings` holds those of preparing and
+    /// counting; the command adds its own after them.
+    fn rewrite(
+        &self,
+        doc: Document,
+        counter: &Counter,
+        count: DocumentCount,
+        limits: Self::Limits,
+        warnings: &mut Vec<String>,
+    ) -> Result<Rewritten>;
+}
+
+/// What a command made of one document.
+pub struct Rewritten {
+    /// The JSON written to stdout: the rewritten document (or, for a dry run, what the command
+    /// writes instead).
+    pub output: Value,
+    /// The `--report` line.
+    pub report: Option<Value>,
+    /// Originals of removed or rewritten messages, for `--dropped`.
+    pub dropped: Vec<Dropped>,
+}
+
+impl<'a> Shared<'a> {
+    /// Reads what the run shares: the `--tools` file, at most `--max-input-size` bytes (an error
+    /// here ends the run before any document is read).
+    pub fn new(
+        input: &'a InputArgs,
+        model: &'a ModelArgs,
+        output: &OutputArgs,
+        env: &'a Env,
+    ) -> Result<Shared<'a>> {
+        let tools = model
+            .tools
+            .as_deref()
+            .map(|p| read_tools_file(p, input.max_input_size))
+            .transpose()?;
+        Ok(Shared {
+            input,
+            model,
+            env,
+            compact: output.compact,
+            tools,
+        })
+    }
+
+    /// Recognises a document and resolves its model, for counting ([`prepare_to_count`]).
+    pub fn prepare_to_count(&self, value: Value) -> Result<Prepared> {
+        prepare_to_count(value, self.input, self.model, self.env, self.tools.clone())
+    }
+
+    /// Recognises a document and resolves its model, for a command that removes or rewrites
+    /// messages ([`prepare`]).
+    pub fn prepare(&self, value: Value) -> Result<Prepared> {
+        prepare(value, self.input, self.model, self.env, self.tools.clone())
+    }
+
+    /// Renders a JSON output as `--compact` says.
+    pub fn render(&self, output: &Value) -> Vec<u8> {
+        render(output, self.compact)
+    }
+
+    /// One document through a rewriting command: prepared, its limits worked out, counted,
+    /// rewritten by `command`, and rendered with the warnings of every step in that order.
+    pub fn rewrite<R: Rewrite>(&self, command: &R, value: Value) -> Result<Outcome> {
+        let mut p = self.prepare(value)?;
+        let limits = command.limits(&mut p)?;
+        let Prepared {
+            doc,
+            settings,
+            mut warnings,
+        } = p;
+        let counter = Counter::new(&settings, doc.dialect);
+        let count = counter.document(&doc)?;
+        warnings.extend(count.notes.warnings.iter().cloned());
+        let r = command.rewrite(doc, &counter, count, limits, &mut warnings)?;
+        Ok(Outcome {
+            stdout: self.render(&r.output),
+            code: 0,
+            warnings,
+            report: r.report,
+            dropped: r.dropped,
+        })
+    }
+}
