@@ -37,6 +37,22 @@ pub struct InputArgs {
     pub max_input_size: crate::input::ByteSize,
 }
 
+/// The parser of a flag whose value is one of `all`, spelt as `name` spells it: help lists the
+/// names, and any other value gets clap's error with its suggestion. It keeps the enums the
+/// operations take (`--thinking`, `--strategy`, `--stages`, ...) free of clap.
+pub(crate) fn one_of<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(all.iter().map(|&v| name(v))).try_map(move |s| {
+        all.iter()
+            .copied()
+            .find(|&v| name(v) == s)
+            .ok_or("not one of the possible values")
+    })
+}
+
 /// Output flags shared by every command.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct OutputArgs {

@@ -17,7 +17,9 @@ use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
 use super::runner::{Rewrite, Rewritten, Shared};
-use super::{CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs};
+use super::{
+    CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of,
+};
 use crate::args::{short_form, shorten};
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
 use crate::conversation::{Conversation, PinOptions, Role};
@@ -137,7 +139,7 @@ pub struct PruneFlags {
 
     /// Drop reasoning (thinking, redacted_thinking, reasoning_content) from older assistant
     /// turns (`old`) or all of them (`all`); never from an unfinished tool loop.
-    #[arg(long, value_enum, default_value = "keep")]
+    #[arg(long, value_parser = one_of(&Thinking::ALL, Thinking::name), default_value = Thinking::Keep.name())]
     pub thinking: Thinking,
 
     /// Clear error results too (Anthropic `is_error: true`).
@@ -177,11 +179,25 @@ impl Args {
 }
 
 /// `--thinking` choices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Thinking {
     Keep,
     Old,
     All,
+}
+
+impl Thinking {
+    /// Every choice.
+    pub const ALL: [Thinking; 3] = [Thinking::Keep, Thinking::Old, Thinking::All];
+
+    /// The choice as `--thinking` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Thinking::Keep => "keep",
+            Thinking::Old => "old",
+            Thinking::All => "all",
+        }
+    }
 }
 
 /// What to prune and how.

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::runner::{Rewrite, Rewritten, Shared};
 use super::{
     Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, SummarizerFailed,
+    one_of,
 };
 use crate::clip::{clip_middle, thousands};
 use crate::conversation::{Conversation, PinOptions, Role};
@@ -204,7 +205,7 @@ pub struct SummaryArgs {
     pub prompt_file: Option<PathBuf>,
 
     /// Role of the summary message for OpenAI conversations (Anthropic always uses user).
-    #[arg(long, value_enum, default_value = "system")]
+    #[arg(long, value_parser = one_of(&SummaryRole::ALL, SummaryRole::name), default_value = SummaryRole::System.name())]
     pub summary_role: SummaryRole,
 
     /// Use this file's text as the summary instead of calling an engine.
@@ -213,7 +214,7 @@ pub struct SummaryArgs {
 
     /// When the summarizer fails: exit 4 (fail), drop the range instead (truncate), or leave
     /// the document unchanged (passthrough).
-    #[arg(long, value_enum, default_value = "fail")]
+    #[arg(long, value_parser = one_of(&OnError::ALL, OnError::name), default_value = OnError::Fail.name())]
     pub on_error: OnError,
 }
 
@@ -249,18 +250,45 @@ pub enum Engine {
 }
 
 /// `--summary-role` choices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SummaryRole {
     System,
     User,
 }
 
+impl SummaryRole {
+    /// Every choice.
+    pub const ALL: [SummaryRole; 2] = [SummaryRole::System, SummaryRole::User];
+
+    /// The choice as `--summary-role` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SummaryRole::System => "system",
+            SummaryRole::User => "user",
+        }
+    }
+}
+
 /// `--on-error` choices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnError {
     Fail,
     Truncate,
     Passthrough,
+}
+
+impl OnError {
+    /// Every choice.
+    pub const ALL: [OnError; 3] = [OnError::Fail, OnError::Truncate, OnError::Passthrough];
+
+    /// The choice as `--on-error` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnError::Fail => "fail",
+            OnError::Truncate => "truncate",
+            OnError::Passthrough => "passthrough",
+        }
+    }
 }
 
 /// Finds a summary made by ctx: the cumulative count in its header.

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::runner::{Rewrite, Rewritten, Shared};
 use super::{
     BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared,
-    SideArgs,
+    SideArgs, one_of,
 };
 use crate::clip::clip_middle;
 use crate::conversation::{Conversation, PinOptions, Role, UnitKind};
@@ -92,7 +92,7 @@ pub struct TruncateFlags {
     /// Which units go first: the oldest, the middle (after --keep-first), or the least
     /// important (see --weights). With oldest and importance, older copies of a message
     /// repeated identically later go before anything else.
-    #[arg(long, value_enum, default_value = "oldest")]
+    #[arg(long, value_parser = one_of(&Strategy::ALL, Strategy::name), default_value = Strategy::Oldest.name())]
     pub strategy: Strategy,
 
     /// With --strategy middle: the number of units after the pinned ones kept at the start.
@@ -144,11 +144,25 @@ impl Args {
 }
 
 /// `--strategy` choices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
     Oldest,
     Middle,
     Importance,
+}
+
+impl Strategy {
+    /// Every choice.
+    pub const ALL: [Strategy; 3] = [Strategy::Oldest, Strategy::Middle, Strategy::Importance];
+
+    /// The choice as `--strategy` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Oldest => "oldest",
+            Strategy::Middle => "middle",
+            Strategy::Importance => "importance",
+        }
+    }
 }
 
 /// Importance scores (docs/strategies.md).
