@@ -362,20 +362,34 @@ fn find_previous(
 /// Where summaries come from, resolved once per run: the engine, its endpoint and prompt, or
 /// the text of `--summary-file`. `summarize` and `fit`'s summarize stage share it.
 pub struct Summarizer {
-    engine: Engine,
-    summary_text: Option<String>,
-    endpoint: Option<Endpoint>,
-    /// `$OPENAI_API_KEY` is set but not sent, the URL being neither OpenAI's nor
-    /// `$OPENAI_BASE_URL`: said when the server refuses the request.
-    openai_key_withheld: bool,
-    prompt: String,
+    source: Source,
     summary_model: Option<String>,
     max_summary_tokens: usize,
     summary_role: SummaryRole,
     on_error: OnError,
     /// Which engine `--engine auto` chose, for the user (see [`Summarizer::note`]).
     note: Option<String>,
-    /// Whether the parts of a long LLM summary are counted out on stderr.
+}
+
+/// Where a summary's text comes from.
+enum Source {
+    /// `--summary-file`'s text, whatever the engine.
+    File(String),
+    /// The offline extractive engine.
+    Extractive,
+    /// An OpenAI-compatible server.
+    Llm(Llm),
+}
+
+/// The llm engine: its server and instructions.
+struct Llm {
+    endpoint: Endpoint,
+    /// `$OPENAI_API_KEY` is set but not sent, the URL being neither OpenAI's nor
+    /// `$OPENAI_BASE_URL`: said when the server refuses the request.
+    openai_key_withheld: bool,
+    /// The instructions (`--prompt-file`, else [`DEFAULT_PROMPT`], plus `--instructions`).
+    prompt: String,
+    /// Whether the parts of a long summary are counted out on stderr.
     progress: bool,
 }
 
@@ -480,20 +494,21 @@ impl Summarizer {
                 "{command}: --engine auto chose extractive (no --base-url, CTX_BASE_URL or CTX_API_KEY)"
             ),
         });
-        let mut openai_key_withheld = false;
-        let endpoint = if resolved == Engine::Llm && summary_text.is_none() {
-            let (endpoint, withheld) = resolve_endpoint(args, env, timeout)?;
-            openai_key_withheld = withheld;
-            Some(endpoint)
-        } else {
-            None
+        let source = match (summary_text, resolved) {
+            (Some(text), _) => Source::File(text),
+            (None, Engine::Llm) => {
+                let (endpoint, openai_key_withheld) = resolve_endpoint(args, env, timeout)?;
+                Source::Llm(Llm {
+                    endpoint,
+                    openai_key_withheld,
+                    prompt,
+                    progress: !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+                })
+            }
+            (None, _) => Source::Extractive,
         };
         Ok(Summarizer {
-            engine: resolved,
-            summary_text,
-            endpoint,
-            openai_key_withheld,
-            prompt,
+            source,
             summary_model: args
                 .summary_model
                 .clone()
@@ -502,7 +517,6 @@ impl Summarizer {
             summary_role: args.summary_role,
             on_error: args.on_error,
             note,
-            progress: !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         })
     }
 
@@ -519,11 +533,16 @@ impl Summarizer {
     }
 
     pub fn engine_name(&self) -> &'static str {
-        match self.engine {
-            _ if self.summary_text.is_some() => "file",
-            Engine::Llm => "llm",
-            _ => "extractive",
+        match self.source {
+            Source::File(_) => "file",
+            Source::Llm(_) => "llm",
+            Source::Extractive => "extractive",
         }
+    }
+
+    /// Whether summaries come from a server.
+    fn is_llm(&self) -> bool {
+        matches!(self.source, Source::Llm(_))
     }
 
     /// The summary text of `selected`, extending `previous` when there is one, asked for in at
@@ -543,12 +562,12 @@ impl Summarizer {
         task: crate::extractive::Task,
         context: &[&Value],
     ) -> Result<(String, bool)> {
-        match (&self.summary_text, self.engine) {
-            (Some(t), _) => Ok((t.clone(), false)),
-            (None, Engine::Llm) => self.llm_summary(
+        match &self.source {
+            Source::File(t) => Ok((t.clone(), false)),
+            Source::Llm(llm) => llm.summary(
                 selected, context, dialect, previous, model, counter, max_tokens,
             ),
-            (None, _) => crate::extractive::summarize(
+            Source::Extractive => crate::extractive::summarize(
                 selected,
                 counter.settings.encoding,
                 max_tokens,
@@ -558,7 +577,9 @@ impl Summarizer {
             .map(|t| (t, false)),
         }
     }
+}
 
+impl Llm {
     /// The LLM engine, and whether any reply was cut short by the server.
     ///
     /// One request holds the instructions (`--prompt-file`, else [`DEFAULT_PROMPT`], plus
@@ -569,7 +590,7 @@ impl Summarizer {
     /// each summarized on its own, then one request combines the parts (updating `previous`
     /// when there is one).
     #[allow(clippy::too_many_arguments)]
-    fn llm_summary(
+    fn summary(
         &self,
         selected: &[Value],
         context: &[&Value],
@@ -579,7 +600,7 @@ impl Summarizer {
         counter: &Counter,
         max_tokens: usize,
     ) -> Result<(String, bool)> {
-        let endpoint = self.endpoint.as_ref().expect("llm engine has an endpoint");
+        let endpoint = &self.endpoint;
         let context = context_block(context, dialect, counter)?;
         let window = crate::models::lookup(model).map_or(128_000, |m| m.context_window) as usize;
         let fixed = [
@@ -1069,7 +1090,7 @@ pub fn summarize(
     let made = if bound < MIN_SUMMARY_TOKENS.min(s.max_summary_tokens) {
         Err(no_room())
     } else {
-        if s.endpoint.is_some() {
+        if s.is_llm() {
             out.model = Some(summary_model.clone());
         }
         let selected: Vec<Value> = out
