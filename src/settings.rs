@@ -45,6 +45,49 @@ pub struct ModelArgs {
     pub image_size: (u32, u32),
 }
 
+/// What a document is counted for beyond what it says itself: the model flags, without clap
+/// (`--tools` is read by the command, once per run).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelOptions {
+    /// The model, beating the body's and `$CTX_MODEL`.
+    pub model: Option<String>,
+    /// The encoding, overriding the model's.
+    pub encoding: Option<Encoding>,
+    /// The context window, overriding the model table's.
+    pub context_window: Option<u64>,
+    /// The size assumed for images whose dimensions cannot be read.
+    pub image_size: (u32, u32),
+}
+
+impl Default for ModelOptions {
+    /// Nothing overridden, and `--image-size`'s default.
+    fn default() -> ModelOptions {
+        ModelOptions {
+            model: None,
+            encoding: None,
+            context_window: None,
+            image_size: (1024, 1024),
+        }
+    }
+}
+
+impl From<&ModelArgs> for ModelOptions {
+    fn from(args: &ModelArgs) -> ModelOptions {
+        ModelOptions {
+            model: args.model.clone(),
+            encoding: args.encoding,
+            context_window: args.context_window,
+            image_size: args.image_size,
+        }
+    }
+}
+
+impl From<&ModelOptions> for ModelOptions {
+    fn from(options: &ModelOptions) -> ModelOptions {
+        options.clone()
+    }
+}
+
 fn parse_encoding(s: &str) -> Result<Encoding, String> {
     Encoding::parse(s).map_err(|e| e.to_string())
 }
@@ -189,13 +232,14 @@ impl Settings {
     /// (gpt-4o, or the current Claude Sonnet for Anthropic documents). Warnings (unknown model)
     /// are pushed to `warnings`.
     pub fn resolve(
-        args: &ModelArgs,
+        options: impl Into<ModelOptions>,
         body_model: Option<&str>,
         env_model: Option<&str>,
         dialect: Dialect,
         extra_tools: Option<Arc<Value>>,
         warnings: &mut Vec<String>,
     ) -> Settings {
+        let args: ModelOptions = options.into();
         let model_name = args
             .model
             .as_deref()

@@ -17,7 +17,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::document::{Dialect, Document};
-use crate::settings::{Budget, InputLimit, ModelArgs, Settings};
+use crate::settings::{Budget, InputLimit, ModelOptions, Settings};
 
 /// Input flags shared by every command that reads documents.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -150,7 +150,7 @@ pub struct Prepared {
 pub fn prepare_to_count(
     value: Value,
     input: &InputArgs,
-    model: &ModelArgs,
+    model: &ModelOptions,
     env: &Env,
     extra_tools: Option<Arc<Value>>,
 ) -> Result<Prepared> {
@@ -179,7 +179,7 @@ pub fn prepare_to_count(
 pub fn prepare(
     value: Value,
     input: &InputArgs,
-    model: &ModelArgs,
+    model: &ModelOptions,
     env: &Env,
     extra_tools: Option<Arc<Value>>,
 ) -> Result<Prepared> {

@@ -18,13 +18,13 @@ use super::{Dropped, Env, InputArgs, Outcome, OutputArgs, Prepared, prepare, pre
 use crate::counter::{Counter, DocumentCount};
 use crate::document::Document;
 use crate::output::render;
-use crate::settings::{ModelArgs, read_tools_file};
+use crate::settings::{ModelArgs, ModelOptions, read_tools_file};
 
 /// What a run of a command shares across its documents: its input, model and output flags, the
 /// environment, and the `--tools` definitions, read once.
 pub struct Shared<'a> {
     input: &'a InputArgs,
-    model: &'a ModelArgs,
+    model: ModelOptions,
     env: &'a Env,
     compact: bool,
     tools: Option<Arc<Value>>,
@@ -67,7 +67,7 @@ impl<'a> Shared<'a> {
     /// here ends the run before any document is read).
     pub fn new(
         input: &'a InputArgs,
-        model: &'a ModelArgs,
+        model: &ModelArgs,
         output: &OutputArgs,
         env: &'a Env,
     ) -> Result<Shared<'a>> {
@@ -78,7 +78,7 @@ impl<'a> Shared<'a> {
             .transpose()?;
         Ok(Shared {
             input,
-            model,
+            model: model.into(),
             env,
             compact: output.compact,
             tools,
@@ -87,13 +87,13 @@ impl<'a> Shared<'a> {
 
     /// Recognises a document and resolves its model, for counting ([`prepare_to_count`]).
     pub fn prepare_to_count(&self, value: Value) -> Result<Prepared> {
-        prepare_to_count(value, self.input, self.model, self.env, self.tools.clone())
+        prepare_to_count(value, self.input, &self.model, self.env, self.tools.clone())
     }
 
     /// Recognises a document and resolves its model, for a command that removes or rewrites
     /// messages ([`prepare`]).
     pub fn prepare(&self, value: Value) -> Result<Prepared> {
-        prepare(value, self.input, self.model, self.env, self.tools.clone())
+        prepare(value, self.input, &self.model, self.env, self.tools.clone())
     }
 
     /// Renders a JSON output as `--compact` says.
