@@ -927,6 +927,68 @@ impl Rewrite for Runner<'_> {
 mod tests {
     use super::*;
 
+    fn parse(flags: &[&str]) -> Args {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let line = std::iter::once("fit").chain(flags.iter().copied());
+        <Cli as clap::Parser>::parse_from(line).args
+    }
+
+    /// fit's prune and truncate stages take prune's and truncate's flags with their defaults.
+    #[test]
+    fn the_stages_take_prune_and_truncate_flags_and_defaults() {
+        let o = parse(&[]).options().unwrap();
+        let prune_defaults = prune::Options {
+            keep_originals: false,
+            ..prune::Options::default()
+        };
+        assert_eq!(format!("{:?}", o.prune), format!("{prune_defaults:?}"));
+        let truncate_defaults = truncate::Options::default();
+        assert_eq!(
+            format!("{:?}", o.truncate),
+            format!("{truncate_defaults:?}")
+        );
+        assert_eq!(
+            o.stages,
+            [
+                Stage::Prune,
+                Stage::Clip,
+                Stage::Args,
+                Stage::Truncate,
+                Stage::PruneAll,
+                Stage::TruncateAll
+            ]
+        );
+
+        let o = parse(&[
+            "--keep=5",
+            "--thinking=old",
+            "--exclude-tools=memory,todo",
+            "--strategy=middle",
+            "--keep-first=1",
+            "--note",
+            "--pin=-1",
+            "--dropped=d.jsonl",
+        ])
+        .options()
+        .unwrap()
+        .for_budget(1000, 2000);
+        assert_eq!((o.prune.keep, o.prune.thinking), (5, Thinking::Old));
+        assert_eq!(o.prune.exclude_tools, ["memory", "todo"]);
+        assert!(o.prune.keep_originals);
+        assert_eq!(o.truncate.strategy, truncate::Strategy::Middle);
+        assert_eq!(o.truncate.keep_first, 1);
+        assert_eq!(o.truncate.note.as_deref(), Some(truncate::DEFAULT_NOTE));
+        assert_eq!(o.prune.pins.pins, [-1]);
+        assert_eq!(o.truncate.pins.pins, [-1]);
+        assert_eq!(o.summarize.pins.pins, [-1]);
+        assert_eq!((o.budget, o.trigger, o.truncate.budget), (1000, 2000, 1000));
+        assert_eq!(o.summarize.budget, Some(1000));
+    }
+
     #[test]
     fn stage_names_match_the_flag_values() {
         let cmd = <Args as clap::Args>::augment_args(clap::Command::new("fit"));

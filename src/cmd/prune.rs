@@ -989,6 +989,25 @@ impl Rewrite for Runner<'_> {
 mod tests {
     use super::*;
 
+    /// The library's defaults are the command's: the options of no flags are
+    /// `Options::default()`, and `prune`'s own flags add nothing to them.
+    #[test]
+    fn options_from_no_flags_are_the_defaults() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let args = <Cli as clap::Parser>::parse_from(["prune"]).args;
+        let defaults = format!("{:?}", Options::default());
+        assert_eq!(format!("{:?}", args.prune.options()), defaults);
+        let all = Options {
+            keep_originals: true,
+            ..args.options()
+        };
+        assert_eq!(format!("{all:?}"), defaults);
+    }
+
     #[test]
     fn paths_become_pointers() {
         assert_eq!(path_to_pointer(".content[2]"), "/content/2");

@@ -1118,6 +1118,21 @@ impl Rewrite for Runner<'_> {
 mod tests {
     use super::*;
 
+    /// The library's defaults are the command's: the options of no flags are
+    /// `Options::default()`.
+    #[test]
+    fn options_from_no_flags_are_the_defaults() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let args = <Cli as clap::Parser>::parse_from(["truncate"]).args;
+        let defaults = format!("{:?}", Options::default());
+        assert_eq!(format!("{:?}", args.truncate.options().unwrap()), defaults);
+        assert_eq!(format!("{:?}", args.options().unwrap()), defaults);
+    }
+
     #[test]
     fn weights_parse_and_reject_unknown_keys() {
         let w = parse_weights("user=5, recency=0").unwrap();
