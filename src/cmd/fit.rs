@@ -14,7 +14,7 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::prune::{self, PruneFlags, Thinking};
-use super::runner::{Rewrite, Rewritten, Shared};
+use super::runner::{Counted, Rewrite, Rewritten, Shared};
 use super::summarize::{self, Engine, Summarizer, SummaryArgs};
 use super::truncate::{self, TruncateFlags};
 use super::{
@@ -854,19 +854,13 @@ impl Rewrite for Runner<'_> {
         Ok((budget, trigger))
     }
 
-    fn rewrite(
-        &self,
-        doc: Document,
-        counter: &Counter,
-        count: DocumentCount,
-        (budget, trigger): (u64, u64),
-        warnings: &mut Vec<String>,
-    ) -> Result<Rewritten> {
+    fn rewrite(&self, d: Counted<'_>, (budget, trigger): (u64, u64)) -> Result<Rewritten> {
         let args = self.args;
+        let mut warnings = Vec::new();
         if let Some(w) = args.warn_at {
-            let settings = counter.settings;
+            let settings = d.counter.settings;
             let limit = settings.budget_tokens(w)?;
-            let tokens = count.total();
+            let tokens = d.count.total();
             if tokens as u64 > limit {
                 let share = match settings.context_window {
                     Some(win) if win > 0 => format!(
@@ -881,8 +875,8 @@ impl Rewrite for Runner<'_> {
             }
         }
         let opts = self.options.for_budget(budget, trigger);
-        let input = args.dry_run.then(|| doc.value().clone());
-        let f = fit(doc, counter, count, &opts, self.summarizer.as_ref())?;
+        let input = args.dry_run.then(|| d.doc.value().clone());
+        let f = fit(d.doc, d.counter, d.count, &opts, self.summarizer.as_ref())?;
         if f.stages.iter().any(|s| s["summary_truncated"] == true) {
             warnings.push(summarize::TRUNCATED_SUMMARY.to_string());
         }
@@ -912,12 +906,14 @@ impl Rewrite for Runner<'_> {
                     output: input,
                     report: Some(report),
                     dropped: Vec::new(),
+                    warnings,
                 }
             }
             None => Rewritten {
                 output: f.doc.into_value(),
                 report: Some(report),
                 dropped: f.dropped,
+                warnings,
             },
         })
     }
@@ -928,13 +924,10 @@ mod tests {
     use super::*;
 
     fn parse(flags: &[&str]) -> Args {
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            args: Args,
-        }
-        let line = std::iter::once("fit").chain(flags.iter().copied());
-        <Cli as clap::Parser>::parse_from(line).args
+        let line: Vec<&str> = std::iter::once("fit")
+            .chain(flags.iter().copied())
+            .collect();
+        crate::cmd::parse_flags(&line)
     }
 
     /// fit's prune and truncate stages take prune's and truncate's flags with their defaults.

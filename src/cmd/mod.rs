@@ -53,6 +53,15 @@ pub(crate) fn one_of<T: Copy + Send + Sync + 'static>(
     })
 }
 
+/// A command's flags parsed from `line` (which starts with the command's name), for tests.
+#[cfg(test)]
+pub(crate) fn parse_flags<A: clap::Args>(line: &[&str]) -> A {
+    let matches = A::augment_args(clap::Command::new("ctx"))
+        .try_get_matches_from(line)
+        .expect("the flags parse");
+    A::from_arg_matches(&matches).expect("the flags parse")
+}
+
 /// Output flags shared by every command.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct OutputArgs {

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashSet};
 use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
-use super::runner::{Rewrite, Rewritten, Shared};
+use super::runner::{Counted, Rewrite, Rewritten, Shared};
 use super::{
     CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of,
 };
@@ -898,7 +898,7 @@ pub struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    /// Reads what the run shares.
+    /// Reads what the run shares and checks the limits of clipping and shortening.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
         let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
         if args.max_tool_tokens == Some(0) {
@@ -939,20 +939,13 @@ impl Rewrite for Runner<'_> {
         Ok((trigger, budget))
     }
 
-    fn rewrite(
-        &self,
-        doc: Document,
-        counter: &Counter,
-        count: DocumentCount,
-        (trigger, budget): Self::Limits,
-        _warnings: &mut Vec<String>,
-    ) -> Result<Rewritten> {
+    fn rewrite(&self, d: Counted<'_>, (trigger, budget): Self::Limits) -> Result<Rewritten> {
         let opts = Options {
             trigger,
             budget,
             ..self.options.clone()
         };
-        let r = prune(doc, counter, &count, &opts)?;
+        let r = prune(d.doc, d.counter, &d.count, &opts)?;
         if let Some(b) = budget {
             let under_trigger = opts.trigger.is_some_and(|t| r.tokens_before as u64 <= t);
             if r.tokens_after as u64 > b && !under_trigger {
@@ -981,6 +974,7 @@ impl Rewrite for Runner<'_> {
             output: r.doc.into_value(),
             report: Some(Value::Object(report)),
             dropped: r.dropped,
+            warnings: Vec::new(),
         })
     }
 }
@@ -993,12 +987,7 @@ mod tests {
     /// `Options::default()`, and `prune`'s own flags add nothing to them.
     #[test]
     fn options_from_no_flags_are_the_defaults() {
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            args: Args,
-        }
-        let args = <Cli as clap::Parser>::parse_from(["prune"]).args;
+        let args: Args = crate::cmd::parse_flags(&["prune"]);
         let defaults = format!("{:?}", Options::default());
         assert_eq!(format!("{:?}", args.prune.options()), defaults);
         let all = Options {

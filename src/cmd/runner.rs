@@ -39,19 +39,20 @@ pub trait Rewrite {
     /// Works out the limits of `p`; a limit lowered to the window adds its warning to `p`.
     fn limits(&self, p: &mut Prepared) -> Result<Self::Limits>;
 
-    /// Rewrites `doc`, counted as `count` by `counter`. `warnings` holds those of preparing and
-    /// counting; the command adds its own after them.
-    fn rewrite(
-        &self,
-        doc: Document,
-        counter: &Counter,
-        count: DocumentCount,
-        limits: Self::Limits,
-        warnings: &mut Vec<String>,
-    ) -> Result<Rewritten>;
+    /// Rewrites a counted document within its limits.
+    fn rewrite(&self, doc: Counted<'_>, limits: Self::Limits) -> Result<Rewritten>;
+}
+
+/// A document prepared and counted, as a command gets it to rewrite.
+pub struct Counted<'c> {
+    pub doc: Document,
+    /// What counted it (its settings are the document's).
+    pub counter: &'c Counter<'c>,
+    pub count: DocumentCount,
 }
 
 /// What a command made of one document.
+#[derive(Default)]
 pub struct Rewritten {
     /// The JSON written to stdout: the rewritten document (or, for a dry run, what the command
     /// writes instead).
@@ -60,6 +61,8 @@ pub struct Rewritten {
     pub report: Option<Value>,
     /// Originals of removed or rewritten messages, for `--dropped`.
     pub dropped: Vec<Dropped>,
+    /// The command's warnings, written after those of preparing and counting.
+    pub warnings: Vec<String>,
 }
 
 impl<'a> Shared<'a> {
@@ -114,7 +117,13 @@ impl<'a> Shared<'a> {
         let counter = Counter::new(&settings, doc.dialect);
         let count = counter.document(&doc)?;
         warnings.extend(count.notes.warnings.iter().cloned());
-        let r = command.rewrite(doc, &counter, count, limits, &mut warnings)?;
+        let counted = Counted {
+            doc,
+            counter: &counter,
+            count,
+        };
+        let r = command.rewrite(counted, limits)?;
+        warnings.extend(r.warnings);
         Ok(Outcome {
             stdout: self.render(&r.output),
             code: 0,

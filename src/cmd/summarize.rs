@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
-use super::runner::{Rewrite, Rewritten, Shared};
+use super::runner::{Counted, Rewrite, Rewritten, Shared};
 use super::{
     Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, SummarizerFailed,
     one_of,
@@ -378,7 +378,7 @@ enum Source {
     /// The offline extractive engine.
     Extractive,
     /// An OpenAI-compatible server.
-    Llm(Llm),
+    Llm(Box<Llm>),
 }
 
 /// The llm engine: its server and instructions.
@@ -498,12 +498,12 @@ impl Summarizer {
             (Some(text), _) => Source::File(text),
             (None, Engine::Llm) => {
                 let (endpoint, openai_key_withheld) = resolve_endpoint(args, env, timeout)?;
-                Source::Llm(Llm {
+                Source::Llm(Box::new(Llm {
                     endpoint,
                     openai_key_withheld,
                     prompt,
                     progress: !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
-                })
+                }))
             }
             (None, _) => Source::Extractive,
         };
@@ -1286,42 +1286,33 @@ impl Rewrite for Runner<'_> {
         })
     }
 
-    fn rewrite(
-        &self,
-        doc: Document,
-        counter: &Counter,
-        count: DocumentCount,
-        over_tokens: u64,
-        warnings: &mut Vec<String>,
-    ) -> Result<Rewritten> {
+    fn rewrite(&self, d: Counted<'_>, over_tokens: u64) -> Result<Rewritten> {
         let opts = Options {
             over_tokens,
             ..self.options.clone()
         };
         if self.args.dry_run {
-            let plan = plan(&doc, &count, &opts, self.summarizer.summary_role)?;
+            let plan = plan(&d.doc, &d.count, &opts, self.summarizer.summary_role)?;
             let report = json!({
                 "command": "summarize",
                 "triggered": plan.triggered,
                 "engine": self.summarizer.engine_name(),
                 "range": plan.range,
                 "range_tokens": plan.range_tokens,
-                "tokens_before": count.total(),
+                "tokens_before": d.count.total(),
                 "dry_run": true,
                 "would_summarize": plan.triggered && !plan.range.is_empty(),
             });
             return Ok(Rewritten {
                 output: report,
-                report: None,
-                dropped: Vec::new(),
+                ..Rewritten::default()
             });
         }
-        let s = summarize(doc, counter, &count, &opts, &self.summarizer, &[])?;
-        warnings.extend(s.truncation_warning());
-        let report = s.report(self.summarizer.engine_name());
+        let s = summarize(d.doc, d.counter, &d.count, &opts, &self.summarizer, &[])?;
         Ok(Rewritten {
+            report: Some(s.report(self.summarizer.engine_name())),
+            warnings: s.truncation_warning().into_iter().collect(),
             output: s.doc.into_value(),
-            report: Some(report),
             dropped: s.dropped,
         })
     }

@@ -16,7 +16,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use super::runner::{Rewrite, Rewritten, Shared};
+use super::runner::{Counted, Rewrite, Rewritten, Shared};
 use super::{
     BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared,
     SideArgs, one_of,
@@ -1056,7 +1056,7 @@ pub struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    /// Reads what the run shares.
+    /// Reads what the run shares and checks the note's text.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
         let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
         Ok(Runner {
@@ -1080,19 +1080,12 @@ impl Rewrite for Runner<'_> {
         self.args.budget.budget(p)
     }
 
-    fn rewrite(
-        &self,
-        doc: Document,
-        counter: &Counter,
-        count: DocumentCount,
-        budget: u64,
-        warnings: &mut Vec<String>,
-    ) -> Result<Rewritten> {
+    fn rewrite(&self, d: Counted<'_>, budget: u64) -> Result<Rewritten> {
         let opts = Options {
             budget,
             ..self.options.clone()
         };
-        let t = truncate(doc, counter, &count, &opts)?;
+        let t = truncate(d.doc, d.counter, &d.count, &opts)?;
         let report = json!({
             "command": "truncate",
             "budget": budget,
@@ -1103,13 +1096,13 @@ impl Rewrite for Runner<'_> {
             "notes": t.notes,
         });
         let flags = &self.args.truncate;
-        if flags.weights.is_some() && flags.strategy != Strategy::Importance {
-            warnings.push("--weights only applies to --strategy importance".into());
-        }
+        let misplaced = flags.weights.is_some() && flags.strategy != Strategy::Importance;
+        let warnings = misplaced.then(|| "--weights only applies to --strategy importance".into());
         Ok(Rewritten {
             output: t.doc.into_value(),
             report: Some(report),
             dropped: t.dropped,
+            warnings: warnings.into_iter().collect(),
         })
     }
 }
@@ -1122,12 +1115,7 @@ mod tests {
     /// `Options::default()`.
     #[test]
     fn options_from_no_flags_are_the_defaults() {
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            args: Args,
-        }
-        let args = <Cli as clap::Parser>::parse_from(["truncate"]).args;
+        let args: Args = crate::cmd::parse_flags(&["truncate"]);
         let defaults = format!("{:?}", Options::default());
         assert_eq!(format!("{:?}", args.truncate.options().unwrap()), defaults);
         assert_eq!(format!("{:?}", args.options().unwrap()), defaults);
