@@ -1,5 +1,9 @@
 //! The commands, one file each, and the plumbing they share: input flags, the per-document
-//! result ([`Outcome`]), and how a document is prepared (recognised, model resolved).
+//! result ([`Outcome`]), and how a document is prepared (recognised, model resolved). Each
+//! command's file holds its clap flags and one conversion from them to the plain options its
+//! operation takes (`Args::options`); flags two commands share are one struct both flatten
+//! (`prune::PruneFlags` and `truncate::TruncateFlags` in `fit`, `summarize::SummaryArgs`). The
+//! steps every command takes for each document are written once, in `runner`.
 
 pub mod check;
 pub mod count;
