@@ -9,7 +9,7 @@
 //! shell or `~/.config/ctx/ctx.toml` cannot change their outcome. The tests after the golden ones are about the process boundary
 //! (stderr, the files ctx writes, the README's recipes), which golden files cannot express.
 
-mod isolated;
+use crate::isolated;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ fn golden_cases_ignore_the_developers_environment() {
     std::fs::write(home.join(".config/ctx/ctx.toml"), profile).unwrap();
     std::fs::write(home.join("ctx.toml"), profile).unwrap();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["golden", "--exact", "--quiet"])
+        .args(["cli::golden", "--exact", "--quiet"])
         .env("CTX_MODEL", "claude-sonnet-4")
         .env("CTX_PROFILE", "x")
         .env("CTX_BASE_URL", "http://127.0.0.1:9/v1")

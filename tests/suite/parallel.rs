@@ -1,7 +1,7 @@
 //! Streams of many documents are processed on several threads; the output, the diagnostics, the
 //! sidecar files and the exit code must be exactly those of a single thread.
 
-mod isolated;
+use crate::isolated;
 
 use std::io::Write;
 use std::process::Stdio;

@@ -1,7 +1,7 @@
 //! `ctx truncate` against the invariants of SPEC §2, over generated conversations and over
 //! every file of the corpus (tests/corpus).
 
-mod common;
+use crate::common;
 
 use common::*;
 use ctx::cmd::CannotFit;

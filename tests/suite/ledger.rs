@@ -13,7 +13,7 @@
 //! and read the diff. The update test runs summarize twice, the second time on the first's
 //! output with a smaller `--keep-recent`, and checks that the running ledger keeps what it held.
 
-mod isolated;
+use crate::isolated;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

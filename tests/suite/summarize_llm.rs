@@ -1,8 +1,8 @@
 //! `ctx summarize --engine llm` end to end: the built binary against a scripted HTTP/1.1 server
 //! on 127.0.0.1 started by each test (no network; the server is tests/scripted).
 
-mod isolated;
-mod scripted;
+use crate::isolated;
+use crate::scripted;
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use isolated::Run;
 use scripted::{Reply, Seen, Server, closed_port};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 fn ok_body(text: &str) -> String {
     json!({

@@ -12,8 +12,8 @@
 //! warning when the provider gives no count (exit 4 under `--exact=required`), retries, keys
 //! sent only where they belong and never printed, and no network at all without `--exact`.
 
-mod isolated;
-mod scripted;
+use crate::isolated;
+use crate::scripted;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

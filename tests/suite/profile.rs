@@ -1,7 +1,7 @@
 //! Profiles (SPEC §4): where ctx.toml is looked for, `CTX_PROFILE`, `--config`, flags beating
 //! profile values, and keys applying to every command that has the flag.
 
-mod isolated;
+use crate::isolated;
 
 use std::path::{Path, PathBuf};
 

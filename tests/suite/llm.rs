@@ -1,6 +1,6 @@
 //! `ctx::llm` against a scripted HTTP/1.1 server on 127.0.0.1 started by each test: no network.
 
-mod scripted;
+use crate::scripted;
 
 use std::thread;
 use std::time::Duration;

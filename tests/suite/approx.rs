@@ -3,7 +3,7 @@
 //! every document. Its bias, by kind of text, is printed by `approx_bias_by_kind_of_text`
 //! (`cargo test --test approx -- --nocapture`) and recorded in docs/counting.md.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! `ctx prune` against the invariants of SPEC §2, over generated conversations and over every
 //! file of the corpus (tests/corpus).
 
-mod common;
+use crate::common;
 
 use common::*;
 use ctx::clip::is_cut_marker;

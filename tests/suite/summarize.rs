@@ -2,8 +2,8 @@
 //! invariants of SPEC §2, over generated conversations and the corpus (tests/corpus), through the
 //! binary. (The llm engine is tested against a local server in tests/llm.rs.)
 
-mod common;
-mod isolated;
+use crate::common;
+use crate::isolated;
 
 use common::*;
 use ctx::conversation::{Conversation, PinOptions};

@@ -1,7 +1,7 @@
 //! Counting against published numbers and over the corpus (tests/corpus), in one process (one encoder
 //! per encoding for the whole file, so the sweep stays fast on a 2-core CI machine).
 
-mod isolated;
+use crate::isolated;
 
 use std::path::{Path, PathBuf};
 

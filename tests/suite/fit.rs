@@ -2,8 +2,8 @@
 //! idempotent, the first stage that suffices is the one used, nothing lost), over generated
 //! conversations and every file of the corpus (tests/corpus).
 
-mod common;
-mod isolated;
+use crate::common;
+use crate::isolated;
 
 use clap::Parser;
 use common::*;

@@ -3,7 +3,7 @@
 //! without a model is counted as Claude; messages without a role are input errors; budgets and
 //! triggers never exceed the window minus the reserve (SPEC §1, §3).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

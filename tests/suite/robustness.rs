@@ -7,7 +7,7 @@
 //! or very deep values. The property tests at the end feed arbitrary JSON to the library
 //! directly, which is much faster than spawning.
 
-mod isolated;
+use crate::isolated;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};

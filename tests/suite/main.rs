@@ -1,0 +1,30 @@
+//! ctx's integration tests, one test binary: each module is a topic, and the binary links the
+//! library (and its tokenizer tables) once instead of once per topic. Run one topic with
+//! `cargo test --test suite prune::`, one test with `cargo test --test suite NAME`.
+//!
+//! The tokenizer's oracle tests (tests/tokenizer.rs) are a binary of their own: they link
+//! tiktoken-rs, which nothing else needs.
+
+// Helpers shared by the topics.
+mod common;
+mod isolated;
+mod scripted;
+
+// Topics.
+mod approx;
+mod cli;
+mod counting;
+mod dialect;
+mod exact;
+mod fit;
+mod ledger;
+mod llm;
+mod parallel;
+mod profile;
+mod prune;
+mod retention;
+mod robustness;
+mod summarize;
+mod summarize_llm;
+mod tool_definitions;
+mod truncate;
