@@ -1,7 +1,8 @@
 //! Golden CLI tests: each `tests/cmd/<command>-<scenario>.toml` runs `ctx` with its arguments
 //! and `.stdin`, and compares stdout, stderr and the exit code with the files beside it.
-//! Re-bless after an intended change with `TRYCMD=overwrite cargo test --test cli`, then review
-//! the diff like any other. trycmd normalises `\` to `/` in the files it writes (it treats them
+//! Re-bless after an intended change with
+//! `TRYCMD=overwrite cargo test --test suite -- --exact cli::golden`, then review the diff like
+//! any other. trycmd normalises `\` to `/` in the files it writes (it treats them
 //! as Windows path separators), so escaped quotes in JSON appear as `/"` in `.stdout` files.
 //!
 //! The cases run with every `CTX_*`, `OPENAI_*`, `ANTHROPIC_*`, `GEMINI_*`, `GOOGLE_*` and proxy

@@ -6,7 +6,7 @@
 //! `tests/exact/<provider>.request.json` and `tests/exact/<provider>.stdout.json`. After an
 //! intended change, re-bless them with
 //!
-//!   EXACT_BLESS=1 cargo test --test exact
+//!   EXACT_BLESS=1 cargo test --test suite exact::
 //!
 //! and read the diff. The other tests are about what a user relies on: the estimate with a
 //! warning when the provider gives no count (exit 4 under `--exact=required`), retries, keys
@@ -150,8 +150,9 @@ fn golden(name: &str, actual: &Value) {
         std::fs::write(&path, &text).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("no golden {name}: run EXACT_BLESS=1 cargo test --test exact"));
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!("no golden {name}: run EXACT_BLESS=1 cargo test --test suite exact::")
+    });
     assert_eq!(
         text, want,
         "{name} differs (re-bless with EXACT_BLESS=1 if intended)"

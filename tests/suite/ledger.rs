@@ -8,7 +8,7 @@
 //! and compares the summary message's text with `tests/ledger/<name>.txt`. After an intended
 //! change, re-bless them with
 //!
-//!   LEDGER_BLESS=1 cargo test --test ledger
+//!   LEDGER_BLESS=1 cargo test --test suite ledger::
 //!
 //! and read the diff. The update test runs summarize twice, the second time on the first's
 //! output with a smaller `--keep-recent`, and checks that the running ledger keeps what it held.
@@ -153,7 +153,7 @@ fn golden_ledgers() {
     }
     assert!(
         failed.is_empty(),
-        "ledgers changed (LEDGER_BLESS=1 cargo test --test ledger re-blesses):\n{}",
+        "ledgers changed (LEDGER_BLESS=1 cargo test --test suite ledger:: re-blesses):\n{}",
         failed.join("\n")
     );
 }

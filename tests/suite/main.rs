@@ -2,6 +2,12 @@
 //! library (and its tokenizer tables) once instead of once per topic. Run one topic with
 //! `cargo test --test suite prune::`, one test with `cargo test --test suite NAME`.
 //!
+//! Goldens, re-blessed after an intended change (then review the diff):
+//!
+//!   TRYCMD=overwrite cargo test --test suite -- --exact cli::golden    (tests/cmd)
+//!   LEDGER_BLESS=1 cargo test --test suite ledger::                     (tests/ledger)
+//!   EXACT_BLESS=1 cargo test --test suite exact::                       (tests/exact)
+//!
 //! The tokenizer's oracle tests (tests/tokenizer.rs) are a binary of their own: they link
 //! tiktoken-rs, which nothing else needs.
 

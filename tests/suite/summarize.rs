@@ -1,6 +1,6 @@
 //! `ctx summarize` with the offline engines (extractive, --summary-file) against the
 //! invariants of SPEC §2, over generated conversations and the corpus (tests/corpus), through the
-//! binary. (The llm engine is tested against a local server in tests/llm.rs.)
+//! binary. (The llm engine is tested against a local server in tests/suite/summarize_llm.rs.)
 
 use crate::common;
 use crate::isolated;
