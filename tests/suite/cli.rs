@@ -37,8 +37,13 @@ fn golden_cases_ignore_the_developers_environment() {
     let profile = "[profile.x]\nbudget = 10\nmodel = \"claude-sonnet-4\"\n";
     std::fs::write(home.join(".config/ctx/ctx.toml"), profile).unwrap();
     std::fs::write(home.join("ctx.toml"), profile).unwrap();
+    // The test's name in this binary: its module path without the crate.
+    let golden = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::golden"),
+        None => "golden".to_string(),
+    };
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["cli::golden", "--exact", "--quiet"])
+        .args([golden.as_str(), "--exact", "--quiet"])
         .env("CTX_MODEL", "claude-sonnet-4")
         .env("CTX_PROFILE", "x")
         .env("CTX_BASE_URL", "http://127.0.0.1:9/v1")
@@ -59,6 +64,12 @@ fn golden_cases_ignore_the_developers_environment() {
         "golden cases changed with the environment:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+    // A filter that matches nothing also succeeds: the golden cases really ran.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(" 1 passed;"),
+        "{golden} did not run: {stdout}"
     );
 }
 
