@@ -12,7 +12,6 @@
 
 use crate::isolated;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -87,22 +86,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Runs `ctx ARGS` in `cwd` with `input` on stdin.
 fn ctx_in(cwd: &Path, args: &[&str], input: &[u8]) -> Output {
-    let mut child = isolated::command()
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
+    isolated::output(isolated::command().args(args).current_dir(cwd), input)
 }
 
 fn data(name: &str) -> Vec<u8> {
@@ -266,23 +250,10 @@ fn report_and_dropped_may_not_name_the_same_file() {
 /// Runs `ctx ARGS` in tests/data with stderr a pipe whose read end is already closed (`2>&1 |
 /// true`, `--report - 2>&1 >/dev/null | head -1`). Returns the exit code and stdout.
 fn with_closed_stderr(args: &[&str], input: &[u8]) -> (Option<i32>, String) {
-    let mut child = isolated::command()
-        .args(args)
-        .current_dir("tests/data")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = isolated::spawn(isolated::command().args(args).current_dir("tests/data"));
     // The only read end: from now on every write to ctx's stderr fails with EPIPE.
     drop(child.stderr.take());
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
+    let out = isolated::feed(child, input);
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

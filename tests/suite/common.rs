@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use ctx::cmd::check::{Severity, check};
-use ctx::counter::Counter;
+use ctx::counter::{Counter, DocumentCount};
 use ctx::document::{Dialect, Document};
 use ctx::settings::{ModelArgs, Settings};
 use proptest::prelude::*;
@@ -237,7 +237,18 @@ pub fn settings_for(doc: &Document) -> Settings {
 
 /// The settings `doc` is counted with, with `encoding` instead of the model's when given.
 pub fn settings_with(doc: &Document, encoding: Option<ctx::tokenizer::Encoding>) -> Settings {
+    settings_of(doc, None, encoding)
+}
+
+/// The settings `doc` is counted with: those of `model` (else of the body's model), with
+/// `encoding` instead of the model's when given, and images of unknown size at 1024x1024.
+pub fn settings_of(
+    doc: &Document,
+    model: Option<&str>,
+    encoding: Option<ctx::tokenizer::Encoding>,
+) -> Settings {
     let args = ModelArgs {
+        model: model.map(str::to_string),
         encoding,
         image_size: (1024, 1024),
         ..Default::default()
@@ -252,12 +263,61 @@ pub fn settings_with(doc: &Document, encoding: Option<ctx::tokenizer::Encoding>)
     )
 }
 
+/// `value`'s count as `model` (else the body's model) sees it.
+pub fn count_as(value: Value, model: Option<&str>) -> DocumentCount {
+    let doc = Document::parse(value, None).unwrap();
+    let settings = settings_of(&doc, model, None);
+    Counter::new(&settings, doc.dialect).document(&doc).unwrap()
+}
+
+/// Runs `op` with `doc`'s counter and its count.
+pub fn with_counter<T>(doc: &Document, op: impl FnOnce(&Counter, DocumentCount) -> T) -> T {
+    let s = settings_for(doc);
+    let counter = Counter::new(&s, doc.dialect);
+    let count = counter.document(doc).unwrap();
+    op(&counter, count)
+}
+
 pub fn tokens(doc: &Document) -> usize {
     let s = settings_for(doc);
     Counter::new(&s, doc.dialect)
         .document(doc)
         .expect("counts")
         .total()
+}
+
+/// The ids of a message: its role, its `tool_call_id`, the ids of its calls and of its blocks
+/// (`id`, `tool_use_id`). A message that an operation rewrote (shortened, cleared, clipped)
+/// keeps them; only contents change.
+pub fn same_ids(a: &Value, b: &Value) -> bool {
+    let ids = |m: &Value| -> Vec<Value> {
+        let mut v = vec![
+            m.get("role").cloned().unwrap_or(Value::Null),
+            m.get("tool_call_id").cloned().unwrap_or(Value::Null),
+        ];
+        for c in m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            v.push(c.get("id").cloned().unwrap_or(Value::Null));
+        }
+        for b in m
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for k in ["id", "tool_use_id"] {
+                if let Some(x) = b.get(k) {
+                    v.push(x.clone());
+                }
+            }
+        }
+        v
+    };
+    ids(a) == ids(b)
 }
 
 pub fn error_count(doc: &Document) -> usize {
@@ -418,6 +478,10 @@ pub fn corpus_files() -> Vec<PathBuf> {
         }
     }
     out.sort();
+    assert!(
+        out.len() >= 30,
+        "the corpus of real conversations is in tests/corpus"
+    );
     out
 }
 

@@ -1,32 +1,17 @@
 //! Counting against published numbers and over the corpus (tests/corpus), in one process (one encoder
 //! per encoding for the whole file, so the sweep stays fast on a 2-core CI machine).
 
+use crate::common::{self, corpus_files};
 use crate::isolated;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ctx::cmd::check::{Severity, check};
-use ctx::counter::Counter;
 use ctx::document::Document;
-use ctx::settings::{ModelArgs, Settings};
 use serde_json::{Value, json};
 
 fn count_with(value: Value, model: Option<&str>) -> (usize, bool) {
-    let doc = Document::parse(value, None).unwrap();
-    let args = ModelArgs {
-        model: model.map(str::to_string),
-        image_size: (1024, 1024),
-        ..Default::default()
-    };
-    let settings = Settings::resolve(
-        &args,
-        doc.body_model(),
-        None,
-        doc.dialect,
-        None,
-        &mut Vec::new(),
-    );
-    let c = Counter::new(&settings, doc.dialect).document(&doc).unwrap();
+    let c = common::count_as(value, model);
     (c.total(), c.exact)
 }
 
@@ -98,28 +83,6 @@ fn images_are_priced_from_their_real_size() {
         {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
     ]}]);
     assert_eq!(count_with(remote, Some("gpt-4o")), (base + 765, false));
-}
-
-fn corpus_files() -> Vec<PathBuf> {
-    let root = Path::new("tests/corpus");
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    assert!(
-        out.len() >= 30,
-        "the corpus of real conversations is in tests/corpus"
-    );
-    out
 }
 
 #[test]

@@ -4,30 +4,17 @@
 //! triggers never exceed the window minus the reserve (SPEC §1, §3).
 
 use crate::common;
+use crate::isolated;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::{corpus_files, read_json};
 use serde_json::{Value, json};
 
 /// Runs `ctx ARGS` with `stdin`, in an empty environment: (exit code, stdout, stderr).
 fn ctx(args: &[&str], stdin: &str) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctx"))
-        .args(args)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ctx");
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_string();
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(input.as_bytes());
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    let out = isolated::output(cmd.args(args).env_clear(), stdin);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),

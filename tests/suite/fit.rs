@@ -137,38 +137,6 @@ fn is_inserted(m: &Value) -> bool {
     })
 }
 
-/// A rewritten message keeps its role, its ids and its keys; contents change.
-fn rewritten(a: &Value, b: &Value) -> bool {
-    let ids = |m: &Value| -> Vec<Value> {
-        let mut v = vec![
-            m.get("role").cloned().unwrap_or(Value::Null),
-            m.get("tool_call_id").cloned().unwrap_or(Value::Null),
-        ];
-        for c in m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            v.push(c.get("id").cloned().unwrap_or(Value::Null));
-        }
-        for b in m
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            for k in ["id", "tool_use_id"] {
-                if let Some(x) = b.get(k) {
-                    v.push(x.clone());
-                }
-            }
-        }
-        v
-    };
-    ids(a) == ids(b)
-}
-
 fn pinned_inputs(doc: &Document, pins: &PinOptions) -> Vec<usize> {
     let conv = Conversation::new(doc.messages(), doc.dialect);
     let p = conv.pinned_messages(pins).unwrap();
@@ -222,7 +190,7 @@ fn check_all_as(
         doc,
         out,
         &pinned_inputs(doc, &opts.prune.pins),
-        rewritten,
+        same_ids,
         is_inserted,
     )?;
     // The input's task is in the output verbatim, before any summary (so a later run finds it).

@@ -16,7 +16,6 @@
 use crate::isolated;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use serde_json::Value;
 
@@ -67,18 +66,7 @@ const CASES: &[(&str, &str, usize, usize)] = &[
 
 /// Runs ctx with `args` on `input`, returns its output document.
 fn run(args: &[&str], input: &[u8]) -> Value {
-    let mut child = isolated::command()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    let out = isolated::output(&mut isolated::command().args(args), input);
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -2190,7 +2190,6 @@ mod library {
     use ctx::cmd::check::check;
     use ctx::counter::Counter;
     use ctx::document::{Dialect, Document};
-    use ctx::settings::{ModelArgs, Settings};
     use proptest::sample::select;
     use proptest::test_runner::Config;
 
@@ -2658,19 +2657,7 @@ mod library {
                 continue;
             };
             let _findings = check(&doc);
-            let mut warnings = Vec::new();
-            let args = ModelArgs {
-                image_size: (1024, 1024),
-                ..Default::default()
-            };
-            let settings = Settings::resolve(
-                &args,
-                doc.body_model(),
-                None,
-                doc.dialect,
-                None,
-                &mut warnings,
-            );
+            let settings = crate::common::settings_for(&doc);
             let _count = Counter::new(&settings, doc.dialect).document(&doc);
         }
     }
