@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Computes a reply from the request it answers: (status, body).
 pub type Responder = Box<dyn Fn(&Seen) -> (u16, String) + Send>;
@@ -191,6 +191,15 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
         headers,
         body,
     })
+}
+
+/// A Chat Completions reply whose message is `text`, from `served-model`.
+pub fn ok(text: &str) -> Reply {
+    let body = json!({
+        "model": "served-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    });
+    Reply::Send(200, vec![], body.to_string())
 }
 
 /// A port nothing listens on.
