@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use isolated::Run;
-use scripted::{Reply, Seen, Server, closed_port};
+use scripted::{Reply, Seen, Server, closed_port, rate_limited, redirect};
 use serde_json::{Map, Value, json};
 
 const KEY: &str = "sk-ctx-exact-secret-0123456789";
@@ -338,11 +338,7 @@ fn required_with_a_count_succeeds_and_a_batch_keeps_going_after_a_failure() {
 #[test]
 fn rate_limits_are_retried_after_retry_after() {
     for case in CASES {
-        let limited = Reply::Send(
-            429,
-            vec![("Retry-After", "1")],
-            r#"{"error":{"message":"slow down"}}"#.into(),
-        );
+        let limited = rate_limited("1");
         let server = Server::start(vec![limited, ok(case.name, 321)]);
         let started = Instant::now();
         let run = exact(case, &server, &[]);
@@ -565,12 +561,7 @@ fn credentials_in_a_base_url_are_basic_auth_and_never_printed() {
 fn redirects_are_not_followed() {
     let elsewhere = Server::start(vec![ok("anthropic", 1)]);
     let target = format!("{}/v1/messages/count_tokens", elsewhere.root());
-    let target: &'static str = Box::leak(target.into_boxed_str());
-    let server = Server::start(vec![Reply::Send(
-        307,
-        vec![("Location", target)],
-        String::new(),
-    )]);
+    let server = Server::start(vec![redirect(307, &target)]);
     let run = exact(&CASES[0], &server, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(

@@ -6,7 +6,7 @@ use std::thread;
 use std::time::Duration;
 
 use ctx::llm::{BaseUrl, ChatRequest, Endpoint, LlmError, chat};
-use scripted::{Reply, Seen, Server, ok};
+use scripted::{Reply, Seen, Server, ok, rate_limited, redirect};
 use serde_json::json;
 
 /// The server's base URL, written with a trailing slash (ctx trims it).
@@ -99,11 +99,7 @@ fn finish_reason_length_is_accepted() {
 
 #[test]
 fn rate_limit_with_retry_after_is_retried() {
-    let limited = Reply::Send(
-        429,
-        vec![("Retry-After", "0")],
-        r#"{"error":{"message":"slow down"}}"#.into(),
-    );
+    let limited = rate_limited("0");
     recovers_after(limited, 2, "after the wait");
 }
 
@@ -281,10 +277,8 @@ fn redirects_are_not_followed() {
         "http://127.0.0.1:{}/v1/chat/completions?key=abcdef",
         other.port
     );
-    let target: &'static str = Box::leak(target.into_boxed_str());
-    let redirect = |status| Reply::Send(status, vec![("Location", target)], String::new());
     for status in [301, 302, 303, 307, 308] {
-        let server = Server::start(vec![redirect(status), ok("never")]);
+        let server = Server::start(vec![redirect(status, &target), ok("never")]);
         let err = chat(&endpoint(&server, Some("sk-redirected-key"), 2), &request()).unwrap_err();
         assert!(err.message.contains(&format!("HTTP {status}")), "{err}");
         assert!(err.message.contains("redirect"), "{err}");

@@ -202,6 +202,19 @@ pub fn ok(text: &str) -> Reply {
     Reply::Send(200, vec![], body.to_string())
 }
 
+/// A 429 ("slow down") asking to retry after `seconds`.
+pub fn rate_limited(seconds: &'static str) -> Reply {
+    let body = r#"{"error":{"message":"slow down"}}"#;
+    Reply::Send(429, vec![("Retry-After", seconds)], body.into())
+}
+
+/// A redirect (`status`, 3xx) to `location`.
+pub fn redirect(status: u16, location: &str) -> Reply {
+    // The script's headers are static; a test's few redirects may leak their target.
+    let location: &'static str = Box::leak(location.to_string().into_boxed_str());
+    Reply::Send(status, vec![("Location", location)], String::new())
+}
+
 /// A port nothing listens on.
 pub fn closed_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use isolated::Run;
-use scripted::{Reply, Seen, Server, closed_port, ok};
+use scripted::{Reply, Seen, Server, closed_port, ok, rate_limited, redirect};
 use serde_json::{Value, json};
 
 use crate::common;
@@ -42,6 +42,13 @@ fn summarize(base: &str, extra: &[&str], env: &[(&str, &str)], input: &str) -> R
     ctx(&args, env, input)
 }
 
+/// `summarize --keep-recent 3` of `input` against `server`; the run succeeded.
+fn summarized(server: &Server, input: &str) -> Run {
+    let run = summarize(&server.base(), &["--keep-recent", "3"], &[], input);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    run
+}
+
 /// `summarize` of tests/data/agent_openai.json with `--keep-recent 3`, plus `extra`.
 fn agent(base: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
     let mut args = vec!["--keep-recent", "3"];
@@ -64,6 +71,21 @@ fn header(n: usize) -> String {
 /// The user content of a recorded summarizer request.
 fn user_content(seen: &Seen) -> &str {
     seen.body["messages"][1]["content"].as_str().unwrap_or("")
+}
+
+/// The user content of the request `summarize ARGS` of `input` makes first, the run succeeding.
+fn only_request(args: &[&str], input: &str) -> String {
+    let server = Server::start(vec![ok("S")]);
+    let run = summarize(&server.base(), args, &[], input);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    user_content(&server.seen()[0]).to_string()
+}
+
+/// Fails unless `text` holds each of `wanted`; the message shows `all`, the request's text.
+fn assert_holds(text: &str, wanted: &[&str], all: &str) {
+    for w in wanted {
+        assert!(text.contains(w), "{w:?} missing: {all}");
+    }
 }
 
 /// What opens a request's context: the pinned messages, not to be summarized.
@@ -165,13 +187,7 @@ fn request_shape_model_max_tokens_prompt_transcript_and_key() {
 fn summary_placement_and_header_openai() {
     let server = Server::start(vec![ok("The agent read src/parser.rs and ran tests.")]);
     let input = openai();
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &input.to_string(),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let run = summarized(&server, &input.to_string());
     let out = run.json();
     let out = out.as_array().unwrap();
     let inp = input.as_array().unwrap();
@@ -190,13 +206,7 @@ fn summary_placement_and_header_openai() {
 fn summary_placement_anthropic_keeps_body_keys() {
     let server = Server::start(vec![ok("Fetched reports 1 and 3; 2 locked.")]);
     let input: Value = serde_json::from_str(&data("agent_anthropic.json")).unwrap();
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &input.to_string(),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let run = summarized(&server, &input.to_string());
     assert_eq!(server.seen().len(), 1);
     let out = run.json();
     for key in ["system", "model", "max_tokens"] {
@@ -227,8 +237,7 @@ fn summary_placement_anthropic_keeps_body_keys() {
 #[test]
 fn running_summary_is_extended_with_only_new_messages() {
     let server = Server::start(vec![ok("FIRST-SUMMARY-TEXT"), ok("SECOND-SUMMARY-TEXT")]);
-    let first = agent(&server.base(), &[], &[]);
-    assert_eq!(first.code, 0, "stderr: {}", first.stderr);
+    let first = summarized(&server, &data("agent_openai.json"));
     let mut doc = first.json();
     let msgs = doc.as_array_mut().unwrap();
     assert_eq!(msgs.len(), 6);
@@ -246,29 +255,17 @@ fn running_summary_is_extended_with_only_new_messages() {
         result("call_07", "[run_tests #7] 4 passed"),
         json!({"role": "assistant", "content": "The lexer is fixed too."}),
     ]);
-    let second = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &doc.to_string(),
-    );
-    assert_eq!(second.code, 0, "stderr: {}", second.stderr);
+    let second = summarized(&server, &doc.to_string());
     let seen = server.seen();
     assert_eq!(seen.len(), 2);
     let user = user_content(&seen[1]);
     // The running summary, with the instruction to update it rather than rewrite it.
-    assert!(
-        user.contains("Summary so far:\nFIRST-SUMMARY-TEXT\n"),
-        "{user}"
-    );
-    assert!(
-        user.contains("Update the summary so far with the new messages; do not rewrite it"),
-        "{user}"
-    );
-    assert!(
-        user.contains("Keep every item in it that is still true"),
-        "{user}"
-    );
+    let update = [
+        "Summary so far:\nFIRST-SUMMARY-TEXT\n",
+        "Update the summary so far with the new messages; do not rewrite it",
+        "Keep every item in it that is still true",
+    ];
+    assert_holds(user, &update, user);
     // Newly aged out: the last exchange of the first run, its answer, and the new turn.
     let transcript = transcript_part(user);
     assert!(transcript.contains("[run_tests #5]"), "{user}");
@@ -389,59 +386,37 @@ fn the_pinned_system_prompt_and_task_go_as_context_not_to_summarize() {
     const SYSTEM: &str = "You are a coding agent. Use the tools to inspect and fix the repository.";
     const TASK: &str = "The tests in src/parser.rs fail since yesterday. Find out why and fix it.";
     // The task pinned, outside the range: context, marked as not to be summarized.
-    let server = Server::start(vec![ok("S")]);
-    let run = agent(&server.base(), &[], &[]);
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let seen = server.seen();
-    let user = user_content(&seen[0]);
-    let context = context_part(user);
-    assert!(context.contains(&format!("system: {SYSTEM}")), "{user}");
-    assert!(context.contains(&format!("user: {TASK}")), "{user}");
-    let transcript = transcript_part(user);
+    let openai = data("agent_openai.json");
+    let user = only_request(&["--keep-recent", "3"], &openai);
+    let (system, task) = (format!("system: {SYSTEM}"), format!("user: {TASK}"));
+    assert_holds(context_part(&user), &[&system, &task], &user);
+    let transcript = transcript_part(&user);
     assert!(!transcript.contains(TASK), "{user}");
     assert!(transcript.contains("[called read_file("), "{user}");
 
     // The task in the range (--no-keep-task): in the transcript, where it is summarized.
-    let server = Server::start(vec![ok("S")]);
-    let run = agent(&server.base(), &["--no-keep-task"], &[]);
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let seen = server.seen();
-    let user = user_content(&seen[0]);
-    let context = context_part(user);
-    assert!(context.contains(&format!("system: {SYSTEM}")), "{user}");
+    let user = only_request(&["--keep-recent", "3", "--no-keep-task"], &openai);
+    let context = context_part(&user);
+    assert!(context.contains(&system), "{user}");
     assert!(!context.contains(TASK), "{user}");
     assert!(
-        transcript_part(user).starts_with(&format!("user: {TASK}\n")),
+        transcript_part(&user).starts_with(&format!("{task}\n")),
         "{user}"
     );
 
     // Anthropic: the body's system prompt and the pinned task.
-    let server = Server::start(vec![ok("S")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_anthropic.json"),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let seen = server.seen();
-    let user = user_content(&seen[0]);
-    let context = context_part(user);
-    assert!(
-        context.contains("system: You are a research agent."),
-        "{user}"
-    );
-    assert!(
-        context.contains("user: Summarise the three newest reports in the archive."),
-        "{user}"
-    );
-    let transcript = transcript_part(user);
-    assert!(transcript.contains("[called fetch_report("), "{user}");
+    let user = only_request(&["--keep-recent", "3"], &data("agent_anthropic.json"));
+    let context = [
+        "system: You are a research agent.",
+        "user: Summarise the three newest reports in the archive.",
+    ];
+    assert_holds(context_part(&user), &context, &user);
     // A result flagged as an error says so; thinking and signatures are never sent.
-    assert!(
-        transcript.contains("[tool result] [error] Error: report 2 is locked."),
-        "{user}"
-    );
+    let transcript = [
+        "[called fetch_report(",
+        "[tool result] [error] Error: report 2 is locked.",
+    ];
+    assert_holds(transcript_part(&user), &transcript, &user);
     for secret in ["I need report", "c2lnbmF0dXJl", "signature"] {
         assert!(!user.contains(secret), "{secret} sent: {user}");
     }
@@ -550,11 +525,8 @@ fn long_tool_outputs_are_shortened_keeping_status_and_error_lines() {
         (openai.to_string(), "failed (exit code 2)"),
         (anthropic.to_string(), "failed (exit code 2)"),
     ] {
-        let server = Server::start(vec![ok("S")]);
-        let run = summarize(&server.base(), &["--keep-recent", "1"], &[], &doc);
-        assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-        let seen = server.seen();
-        let transcript = transcript_part(user_content(&seen[0]));
+        let user = only_request(&["--keep-recent", "1"], &doc);
+        let transcript = transcript_part(&user);
         // Shortened: a few hundred tokens, not thousands.
         assert!(
             transcript.len() < 3000,
@@ -634,11 +606,7 @@ fn fails_with(script: Vec<Reply>) -> (Run, Vec<Seen>) {
 
 #[test]
 fn rate_limit_then_success() {
-    let limited = Reply::Send(
-        429,
-        vec![("Retry-After", "0")],
-        r#"{"error":{"message":"slow down"}}"#.into(),
-    );
+    let limited = rate_limited("0");
     recovers_after(limited, "after the wait");
 }
 
@@ -749,24 +717,27 @@ fn report(stderr: &str) -> Value {
         .unwrap_or_else(|| panic!("no report in {stderr}"))
 }
 
-#[test]
-fn on_error_truncate_drops_the_range() {
+/// `summarize --keep-recent 3 --on-error FALLBACK --report -` of the OpenAI agent against a
+/// server that fails every attempt: the run, which succeeded, and the input.
+fn on_error(fallback: &str) -> (Run, Value) {
     let server = Server::start(vec![fail500("boom"), fail500("boom")]);
     let input = openai();
-    let run = summarize(
-        &server.base(),
-        &[
-            "--keep-recent",
-            "3",
-            "--on-error",
-            "truncate",
-            "--report",
-            "-",
-        ],
-        &[],
-        &input.to_string(),
-    );
+    let args = [
+        "--keep-recent",
+        "3",
+        "--on-error",
+        fallback,
+        "--report",
+        "-",
+    ];
+    let run = summarize(&server.base(), &args, &[], &input.to_string());
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    (run, input)
+}
+
+#[test]
+fn on_error_truncate_drops_the_range() {
+    let (run, input) = on_error("truncate");
     let out = run.json();
     let msgs = out.as_array().unwrap();
     let inp = input.as_array().unwrap();
@@ -792,22 +763,7 @@ fn on_error_truncate_drops_the_range() {
 
 #[test]
 fn on_error_passthrough_leaves_the_document() {
-    let server = Server::start(vec![fail500("boom"), fail500("boom")]);
-    let input = openai();
-    let run = summarize(
-        &server.base(),
-        &[
-            "--keep-recent",
-            "3",
-            "--on-error",
-            "passthrough",
-            "--report",
-            "-",
-        ],
-        &[],
-        &input.to_string(),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let (run, input) = on_error("passthrough");
     assert_eq!(run.json(), input);
     assert_eq!(report(&run.stderr)["fallback"], "passthrough");
 }
@@ -1181,9 +1137,7 @@ fn credentials_in_the_base_url_are_never_printed() {
 fn redirects_to_another_server_are_not_followed() {
     let other = Server::start(vec![ok("stolen"), ok("stolen")]);
     let target = format!("http://127.0.0.1:{}/v1/chat/completions", other.port);
-    let target: &'static str = Box::leak(target.into_boxed_str());
-    let redirect = || Reply::Send(307, vec![("Location", target)], String::new());
-    let server = Server::start(vec![redirect(), redirect()]);
+    let server = Server::start(vec![redirect(307, &target), redirect(307, &target)]);
     let run = agent(&server.base(), &[], &[("CTX_API_KEY", KEY)]);
     assert_failed(&run);
     assert!(run.stderr.contains("HTTP 307"), "{}", run.stderr);
