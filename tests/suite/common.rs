@@ -286,6 +286,25 @@ pub fn tokens(doc: &Document) -> usize {
         .total()
 }
 
+/// What a transforming command reports as the tokens after is the output's real count.
+pub fn assert_reported(tokens_after: usize, output: &Document) -> Result<(), TestCaseError> {
+    prop_assert_eq!(
+        tokens_after,
+        tokens(output),
+        "reported tokens are the real count"
+    );
+    Ok(())
+}
+
+/// A transforming command fails only with its report that the document cannot fit (exit 3).
+pub fn assert_cannot_fit(e: &anyhow::Error) -> Result<(), TestCaseError> {
+    prop_assert!(
+        e.downcast_ref::<ctx::cmd::CannotFit>().is_some(),
+        "unexpected error {e:#}"
+    );
+    Ok(())
+}
+
 /// The ids of a message: its role, its `tool_call_id`, the ids of its calls and of its blocks
 /// (`id`, `tool_use_id`). A message that an operation rewrote (shortened, cleared, clipped)
 /// keeps them; only contents change.
@@ -483,6 +502,16 @@ pub fn corpus_files() -> Vec<PathBuf> {
         "the corpus of real conversations is in tests/corpus"
     );
     out
+}
+
+/// Every file of the corpus: its path, its JSON, and the document ctx reads in it.
+pub fn corpus() -> impl Iterator<Item = (PathBuf, Value, Document)> {
+    corpus_files().into_iter().map(|path| {
+        let value = read_json(&path);
+        let doc = Document::parse(value.clone(), None)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+        (path, value, doc)
+    })
 }
 
 pub fn read_json(p: &Path) -> Value {

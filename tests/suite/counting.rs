@@ -1,13 +1,12 @@
 //! Counting against published numbers and over the corpus (tests/corpus), in one process (one encoder
 //! per encoding for the whole file, so the sweep stays fast on a 2-core CI machine).
 
-use crate::common::{self, corpus_files};
+use crate::common::{self, corpus, corpus_files};
 use crate::isolated;
 
 use std::path::Path;
 
 use ctx::cmd::check::{Severity, check};
-use ctx::document::Document;
 use serde_json::{Value, json};
 
 fn count_with(value: Value, model: Option<&str>) -> (usize, bool) {
@@ -87,9 +86,7 @@ fn images_are_priced_from_their_real_size() {
 
 #[test]
 fn every_corpus_file_counts_and_only_irregular_ones_have_errors() {
-    for path in corpus_files() {
-        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let doc = Document::parse(value.clone(), None).unwrap();
+    for (path, value, doc) in corpus() {
         let (tokens, _) = count_with(value, None);
         assert!(tokens > 0, "{}", path.display());
         let errors: Vec<_> = check(&doc)
@@ -116,9 +113,7 @@ fn every_corpus_file_counts_and_only_irregular_ones_have_errors() {
 
 #[test]
 fn corpus_dialects_are_detected() {
-    for path in corpus_files() {
-        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let doc = Document::parse(value, None).unwrap();
+    for (path, _, doc) in corpus() {
         let in_anthropic = path.components().any(|c| c.as_os_str() == "anthropic");
         assert_eq!(
             doc.dialect == ctx::document::Dialect::Anthropic,

@@ -12,7 +12,6 @@ use ctx::cmd::prune::Thinking;
 use ctx::cmd::summarize::{Engine, Summarizer, SummaryArgs};
 use ctx::cmd::{CannotFit, Env, prune, summarize, truncate};
 use ctx::conversation::{Conversation, PinOptions};
-use ctx::counter::Counter;
 use ctx::document::{Dialect, Document};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -68,15 +67,8 @@ fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> O
         },
         truncate: truncate::Options {
             budget,
-            keep_last: None,
-            strategy: truncate::Strategy::Oldest,
-            keep_first: 2,
-            weights: truncate::Weights::default(),
-            partial: false,
-            note: None,
             pins: pins.clone(),
-            protect_recent_exchanges: 0,
-            best_effort: false,
+            ..truncate::Options::default()
         },
         summarize: summarize::Options {
             keep_recent: 6,
@@ -101,24 +93,17 @@ fn run_as(
     opts: &Options,
     user_summaries: bool,
 ) -> Result<Option<Fitting>, TestCaseError> {
-    let s = settings_for(doc);
-    let counter = Counter::new(&s, doc.dialect);
-    let count = counter.document(doc).unwrap();
     let summarizer = extractive_as(user_summaries);
-    match fit(doc.clone(), &counter, count, opts, Some(&summarizer)) {
+    let fitted = with_counter(doc, |counter, count| {
+        fit(doc.clone(), counter, count, opts, Some(&summarizer))
+    });
+    match fitted {
         Ok(f) => {
-            prop_assert_eq!(
-                f.tokens_after,
-                tokens(&f.doc),
-                "reported tokens are the real count"
-            );
+            assert_reported(f.tokens_after, &f.doc)?;
             Ok(Some(f))
         }
         Err(e) => {
-            prop_assert!(
-                e.downcast_ref::<CannotFit>().is_some(),
-                "unexpected error {e:#}"
-            );
+            assert_cannot_fit(&e)?;
             Ok(None)
         }
     }
@@ -423,21 +408,15 @@ fn stages_that_cannot_reach_the_budget_fail_with_the_reason() {
         Value::Array(build(Dialect::Openai, &steps, false)),
         Dialect::Openai,
     );
-    let s = settings_for(&doc);
-    let counter = Counter::new(&s, doc.dialect);
     let opts = options(
         50,
         50,
         vec![Stage::Prune, Stage::PruneAll],
         PinOptions::default(),
     );
-    let err = fit(
-        doc.clone(),
-        &counter,
-        counter.document(&doc).unwrap(),
-        &opts,
-        None,
-    )
+    let err = with_counter(&doc, |counter, count| {
+        fit(doc.clone(), counter, count, &opts, None)
+    })
     .err()
     .expect("cannot fit");
     let cf = err.downcast_ref::<CannotFit>().expect("exit 3");
@@ -452,9 +431,7 @@ fn stages_that_cannot_reach_the_budget_fail_with_the_reason() {
 fn every_corpus_file_at_90_50_and_10_percent() {
     let mut fitted = 0;
     let mut refused = 0;
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let doc = Document::parse(value, None).unwrap();
+    for (path, _, doc) in corpus() {
         let total = tokens(&doc);
         for share in [0.9, 0.5, 0.1] {
             let budget = (total as f64 * share) as u64;

@@ -8,7 +8,6 @@ use ctx::clip::is_cut_marker;
 use ctx::clip::{DEFAULT_PLACEHOLDER, Template, is_clipped};
 use ctx::cmd::prune::{Options, Pruning, Thinking, prune};
 use ctx::conversation::{Conversation, PinOptions};
-use ctx::counter::Counter;
 use ctx::document::{Dialect, Document};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -18,15 +17,11 @@ fn run(doc: &Document, opts: &Options) -> Result<Document, TestCaseError> {
 }
 
 fn run_full(doc: &Document, opts: &Options) -> Result<Pruning, TestCaseError> {
-    let s = settings_for(doc);
-    let counter = Counter::new(&s, doc.dialect);
-    let count = counter.document(doc).unwrap();
-    let p = prune(doc.clone(), &counter, &count, opts).unwrap();
-    prop_assert_eq!(
-        p.tokens_after,
-        tokens(&p.doc),
-        "reported tokens are the real count"
-    );
+    let p = with_counter(doc, |counter, count| {
+        prune(doc.clone(), counter, &count, opts)
+    })
+    .unwrap();
+    assert_reported(p.tokens_after, &p.doc)?;
     prop_assert!(
         p.tokens_after <= p.tokens_before,
         "prune never grows a document"
@@ -274,26 +269,22 @@ proptest! {
 
 #[test]
 fn keeping_more_results_than_there_are_is_the_identity() {
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let doc = Document::parse(value.clone(), None).unwrap();
+    for (path, value, doc) in corpus() {
         let opts = Options {
             keep: 10_000,
             ..Options::default()
         };
-        let s = settings_for(&doc);
-        let counter = Counter::new(&s, doc.dialect);
-        let count = counter.document(&doc).unwrap();
-        let p = prune(doc, &counter, &count, &opts).unwrap();
+        let p = with_counter(&doc, |counter, count| {
+            prune(doc.clone(), counter, &count, &opts)
+        });
+        let p = p.unwrap();
         assert_eq!(p.doc.into_value(), value, "{}", path.display());
     }
 }
 
 #[test]
 fn every_corpus_file_through_prune_options() {
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let doc = Document::parse(value, None).unwrap();
+    for (path, _, doc) in corpus() {
         for keep in [0, 1, 3] {
             let total = tokens(&doc) as u64;
             for (thinking, max, budget, shorten_args, min_saving) in [

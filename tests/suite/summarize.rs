@@ -145,9 +145,7 @@ proptest! {
 
 #[test]
 fn corpus_files_summarize_offline_and_stay_valid() {
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let input = Document::parse(value.clone(), None).unwrap();
+    for (path, value, input) in corpus() {
         let (code, stdout, stderr) = ctx(
             &[
                 "summarize",
