@@ -227,6 +227,16 @@ pub fn document() -> impl Strategy<Value = (Value, Dialect)> {
         })
 }
 
+/// A property's settings: `n` cases, and no regression file (a failure prints its input, which
+/// becomes a test of its own).
+pub fn cases(n: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases: n,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
 pub fn parse(v: Value, dialect: Dialect) -> Document {
     Document::parse(v, Some(dialect)).expect("generated documents parse")
 }

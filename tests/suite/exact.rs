@@ -734,19 +734,23 @@ fn an_implicit_ctx_toml_cannot_turn_exact_on_or_name_a_provider() {
     let home = scratch("implicit-home");
     let server = Server::start(vec![]);
     let url = server.root();
-    let run_in = |profile: &str, args: &[&str]| {
+    // `ctx count --profile p ARGS` of the Anthropic agent against `base`, in `cwd`, whose
+    // ctx.toml holds `[profile.p]` with `profile`.
+    let count_in = |profile: &str, base: &str, args: &[&str]| {
         std::fs::write(cwd.join("ctx.toml"), format!("[profile.p]\n{profile}\n")).unwrap();
-        let mut c = isolated::command();
-        c.current_dir(&cwd)
+        isolated::command()
+            .current_dir(&cwd)
             .env("HOME", &home)
             .env("XDG_CONFIG_HOME", &home)
-            .env("ANTHROPIC_BASE_URL", &url)
+            .env("ANTHROPIC_BASE_URL", base)
             .env("ANTHROPIC_API_KEY", KEY)
             .args(["count", "--profile", "p"])
             .args(args)
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agent_anthropic.json"));
-        c.output().unwrap()
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agent_anthropic.json"))
+            .output()
+            .unwrap()
     };
+    let run_in = |profile: &str, args: &[&str]| count_in(profile, &url, args);
     for (line, key) in [
         ("exact = true", "exact"),
         ("exact = \"required\"", "exact"),
@@ -779,42 +783,19 @@ fn an_implicit_ctx_toml_cannot_turn_exact_on_or_name_a_provider() {
         "an implicit profile reached the server"
     );
     // Named with --config, the same file is honoured.
-    let mut c = isolated::command();
-    std::fs::write(cwd.join("ctx.toml"), "[profile.p]\nexact = true\n").unwrap();
     let trusted = Server::start(vec![ok("anthropic", 42)]);
-    let out = c
-        .current_dir(&cwd)
-        .env("ANTHROPIC_BASE_URL", trusted.root())
-        .env("ANTHROPIC_API_KEY", KEY)
-        .args([
-            "count",
-            "--profile",
-            "p",
-            "--config",
-            "ctx.toml",
-            "--output",
-            "total",
-        ])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agent_anthropic.json"))
-        .output()
-        .unwrap();
+    let named = ["--config", "ctx.toml"];
+    let out = count_in(
+        "exact = true",
+        &trusted.root(),
+        &[&named[..], &["--output", "total"]].concat(),
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n");
-    let out = isolated::command()
-        .current_dir(&cwd)
-        .env("ANTHROPIC_BASE_URL", trusted.root())
-        .env("ANTHROPIC_API_KEY", KEY)
-        .args([
-            "count",
-            "--profile",
-            "p",
-            "--config",
-            "ctx.toml",
-            "--exact=off",
-            "-q",
-        ])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agent_anthropic.json"))
-        .output()
-        .unwrap();
+    let out = count_in(
+        "exact = true",
+        &trusted.root(),
+        &[&named[..], &["--exact=off", "-q"]].concat(),
+    );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(trusted.seen().len(), 1, "--exact=off asked nothing");
 }

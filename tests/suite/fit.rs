@@ -304,7 +304,7 @@ fn stages() -> impl proptest::strategy::Strategy<Value = Vec<Stage>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 120, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(cases(120))]
 
     #[test]
     fn fit_keeps_every_invariant(

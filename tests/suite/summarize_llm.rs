@@ -910,7 +910,7 @@ mod invariants {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(cases(16))]
 
         /// With the llm engine against the test server, summarize keeps SPEC §2's invariants.
         #[test]

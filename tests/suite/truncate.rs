@@ -228,7 +228,7 @@ fn strategy() -> impl proptest::strategy::Strategy<Value = Strategy> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(cases(96))]
 
     #[test]
     fn truncate_keeps_every_invariant(
