@@ -88,6 +88,17 @@ pub fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// An agent's steps: a task of 30 words, then `exchanges` tool exchanges of one call each (ids
+/// cycling through four), the result of the i-th holding `size(i)` words.
+pub fn agent_steps(exchanges: usize, size: impl Fn(usize) -> usize) -> Vec<Step> {
+    std::iter::once(Step::User(30))
+        .chain((0..exchanges).map(|i| Step::Exchange {
+            calls: vec![((i % 4) as u8, size(i))],
+            error: false,
+        }))
+        .collect()
+}
+
 /// Builds messages in `dialect` from steps. The task (a user message starting `task: `) comes
 /// first after the system messages and any greeting. Every call is answered, except possibly in
 /// the final message.
@@ -512,6 +523,25 @@ pub fn corpus_files() -> Vec<PathBuf> {
         "the corpus of real conversations is in tests/corpus"
     );
     out
+}
+
+/// The runs of a sweep that fitted and those refused (exit 3).
+#[derive(Default)]
+pub struct Tally {
+    pub fitted: usize,
+    pub refused: usize,
+}
+
+impl Tally {
+    /// Counts a run whose checks gave `checked` (whether it fitted); a failed check fails the
+    /// test, naming the run with `what`.
+    pub fn add(&mut self, checked: Result<bool, TestCaseError>, what: impl FnOnce() -> String) {
+        match checked {
+            Ok(true) => self.fitted += 1,
+            Ok(false) => self.refused += 1,
+            Err(e) => panic!("{}: {e}", what()),
+        }
+    }
 }
 
 /// Every file of the corpus: its path, its JSON, and the document ctx reads in it.

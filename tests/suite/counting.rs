@@ -19,42 +19,42 @@ fn data(name: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// `file` (tests/data) counted as each model: exactly the prompt tokens the API reported.
+fn assert_published(file: &str, published: &[(&str, usize)]) {
+    let value = data(file);
+    for &(model, api) in published {
+        assert_eq!(
+            count_with(value.clone(), Some(model)),
+            (api, true),
+            "{file} as {model}"
+        );
+    }
+}
+
 /// OpenAI cookbook "How to count tokens with tiktoken", §6: prompt tokens reported by the API.
 #[test]
 fn chat_example_matches_openai_published_counts() {
-    let msgs = data("cookbook_chat.json");
-    for (model, api) in [
+    let published = [
         ("gpt-3.5-turbo-0301", 127),
         ("gpt-3.5-turbo", 129),
         ("gpt-4-0613", 129),
         ("gpt-4", 129),
         ("gpt-4o", 124),
         ("gpt-4o-mini", 124),
-    ] {
-        assert_eq!(
-            count_with(msgs.clone(), Some(model)),
-            (api, true),
-            "{model}"
-        );
-    }
+    ];
+    assert_published("cookbook_chat.json", &published);
 }
 
 /// The same cookbook, §7: the tool-definition example.
 #[test]
 fn tools_example_matches_openai_published_counts() {
-    let body = data("cookbook_tools_body.json");
-    for (model, api) in [
+    let published = [
         ("gpt-3.5-turbo", 105),
         ("gpt-4", 105),
         ("gpt-4o", 101),
         ("gpt-4o-mini", 101),
-    ] {
-        assert_eq!(
-            count_with(body.clone(), Some(model)),
-            (api, true),
-            "{model}"
-        );
-    }
+    ];
+    assert_published("cookbook_tools_body.json", &published);
 }
 
 #[test]

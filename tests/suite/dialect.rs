@@ -31,6 +31,17 @@ fn total(doc: &Value, args: &[&str]) -> u64 {
     out.trim().parse().unwrap()
 }
 
+/// The tokens of what a run of fit or truncate wrote, as `count MEASURE` counts them; `None`
+/// when the document could not fit (exit 3). Any other exit fails the test, named `what`.
+fn fitted(run: (i32, String, String), measure: &[&str], what: &str) -> Option<u64> {
+    let (code, out, err) = run;
+    match code {
+        0 => Some(total(&serde_json::from_str(&out).unwrap(), measure)),
+        3 => None,
+        _ => panic!("{what}: exit {code}: {err}"),
+    }
+}
+
 fn report(doc: &Value, args: &[&str]) -> Value {
     let mut all = vec!["count", "-c"];
     all.extend_from_slice(args);
@@ -138,7 +149,7 @@ fn truncate_for_a_claude_model_stays_within_budget_over_the_corpus() {
         let before = total(&doc, measure);
         for share in [0.8, 0.5, 0.25] {
             let budget = ((before as f64 * share) as u64).to_string();
-            let (code, out, err) = ctx(
+            let run = ctx(
                 &[
                     "truncate",
                     "-q",
@@ -150,19 +161,13 @@ fn truncate_for_a_claude_model_stays_within_budget_over_the_corpus() {
                 ],
                 &doc.to_string(),
             );
-            match code {
-                0 => {
-                    let out: Value = serde_json::from_str(&out).unwrap();
-                    let after = total(&out, measure);
-                    assert!(
-                        after <= budget.parse().unwrap(),
-                        "{} at {share}: {after} tokens after truncating to {budget}",
-                        path.display()
-                    );
-                    checked += 1;
-                }
-                3 => {}
-                _ => panic!("{} at {share}: exit {code}: {err}", path.display()),
+            let what = format!("{} at {share}", path.display());
+            if let Some(after) = fitted(run, measure, &what) {
+                assert!(
+                    after <= budget.parse().unwrap(),
+                    "{what}: {after} tokens after truncating to {budget}"
+                );
+                checked += 1;
             }
         }
     }
@@ -331,20 +336,14 @@ fn fit_and_truncate_outputs_leave_room_for_the_reply() {
             ];
             for run in runs {
                 let args: Vec<&str> = run.iter().chain(&base).copied().collect();
-                let (code, out, err) = ctx(&args, &doc.to_string());
-                match code {
-                    0 => {
-                        let out: Value = serde_json::from_str(&out).unwrap();
-                        let after = total(&out, &["-m", "gpt-4o"]);
-                        assert!(
-                            after + reserve <= window,
-                            "{} {run:?}: {after} tokens + {reserve} reserved > the {window}-token window",
-                            path.display()
-                        );
-                        checked += 1;
-                    }
-                    3 => {}
-                    _ => panic!("{} {run:?}: exit {code}: {err}", path.display()),
+                let what = format!("{} {run:?}", path.display());
+                let out = ctx(&args, &doc.to_string());
+                if let Some(after) = fitted(out, &["-m", "gpt-4o"], &what) {
+                    assert!(
+                        after + reserve <= window,
+                        "{what}: {after} tokens + {reserve} reserved > the {window}-token window"
+                    );
+                    checked += 1;
                 }
             }
         }

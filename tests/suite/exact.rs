@@ -363,7 +363,7 @@ fn rate_limits_are_retried_after_retry_after() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.seen().len(), 3);
-    assert!(run.stderr.contains("after 3 attempts"), "{}", run.stderr);
+    run.assert_stderr_has("after 3 attempts");
 }
 
 #[test]
@@ -377,7 +377,7 @@ fn a_hang_past_the_timeout_falls_back() {
         &claude(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("timeout"), "{}", run.stderr);
+    run.assert_stderr_has("timeout");
     assert!(started.elapsed() < Duration::from_millis(2900));
 }
 
@@ -396,7 +396,7 @@ fn malformed_replies_and_refused_connections_fall_back() {
         let server = Server::start(vec![reply]);
         let run = exact(&CASES[0], &server, &[]);
         assert_eq!(run.code, 0, "{}", run.stderr);
-        assert!(run.stderr.contains(why), "{}", run.stderr);
+        run.assert_stderr_has(why);
         assert_eq!(run.json()["source"], "ctx");
     }
     let down = format!("http://127.0.0.1:{}", closed_port());
@@ -413,7 +413,7 @@ fn malformed_replies_and_refused_connections_fall_back() {
         &claude(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("connection error"), "{}", run.stderr);
+    run.assert_stderr_has("connection error");
 }
 
 /// The key the server saw, when ctx reached it named by `how` (a flag, or a variable).
@@ -489,17 +489,9 @@ fn a_refusal_for_want_of_a_withheld_key_says_why() {
         &claude(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("x-api-key header is required"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains(
-            "ANTHROPIC_API_KEY is sent only to https://api.anthropic.com and to ANTHROPIC_BASE_URL"
-        ),
-        "{}",
-        run.stderr
+    run.assert_stderr_has("x-api-key header is required");
+    run.assert_stderr_has(
+        "ANTHROPIC_API_KEY is sent only to https://api.anthropic.com and to ANTHROPIC_BASE_URL",
     );
     run.assert_never_shows(KEY, &[]);
 }
@@ -535,11 +527,7 @@ fn credentials_in_a_base_url_are_basic_auth_and_never_printed() {
     let seen = &server.seen()[0];
     assert!(seen.header("authorization").unwrap().starts_with("Basic "));
     assert_eq!(seen.header("x-api-key"), Some(KEY));
-    assert!(
-        run.stderr.contains("http://[redacted]@127.0.0.1"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("http://[redacted]@127.0.0.1");
     run.assert_never_shows("pw-secret-4321", &[]);
     run.assert_never_shows(KEY, &[]);
     // A bad base URL is a usage error that does not repeat it.
@@ -564,11 +552,7 @@ fn redirects_are_not_followed() {
     let server = Server::start(vec![redirect(307, &target)]);
     let run = exact(&CASES[0], &server, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("does not follow redirects"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("does not follow redirects");
     assert!(elsewhere.seen().is_empty(), "the redirect was followed");
 }
 
@@ -628,11 +612,7 @@ fn documents_no_provider_counts_fall_back_or_fail() {
     let llama = r#"{"model": "llama3.1:8b", "messages": [{"role": "user", "content": "hi"}]}"#;
     let run = ctx(&["count", "--exact"], &[], llama);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("no provider counting endpoint"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("no provider counting endpoint");
     let run = ctx(&["count", "--exact=required"], &[], llama);
     assert_eq!(run.code, 4, "{}", run.stderr);
     // A conversion that cannot be faithful asks nothing: an image by URL for Gemini.
@@ -648,11 +628,7 @@ fn documents_no_provider_counts_fall_back_or_fail() {
         &doc.to_string(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("an image by URL cannot be sent"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("an image by URL cannot be sent");
     assert!(server.seen().is_empty());
 }
 

@@ -337,12 +337,7 @@ proptest! {
 #[test]
 fn a_document_that_only_needs_pruning_keeps_all_its_messages() {
     for dialect in [Dialect::Openai, Dialect::Anthropic] {
-        let steps: Vec<Step> = std::iter::once(Step::User(30))
-            .chain((0..12).map(|i| Step::Exchange {
-                calls: vec![((i % 4) as u8, 400)],
-                error: false,
-            }))
-            .collect();
+        let steps = agent_steps(12, |_| 400);
         let doc = parse(Value::Array(build(dialect, &steps, false)), dialect);
         let total = tokens(&doc) as u64;
         let budget = total * 9 / 10;
@@ -360,12 +355,7 @@ fn a_document_that_only_needs_pruning_keeps_all_its_messages() {
 /// the budget, and then passes the conversation through until it grows past the trigger.
 #[test]
 fn a_trigger_above_the_budget_compacts_once() {
-    let steps: Vec<Step> = std::iter::once(Step::User(30))
-        .chain((0..40).map(|i| Step::Exchange {
-            calls: vec![((i % 4) as u8, 120)],
-            error: false,
-        }))
-        .collect();
+    let steps = agent_steps(40, |_| 120);
     let mut conversation = build(Dialect::Openai, &steps, false);
     let full = parse(Value::Array(conversation.clone()), Dialect::Openai);
     let total = tokens(&full) as u64;
@@ -398,12 +388,7 @@ fn a_trigger_above_the_budget_compacts_once() {
 
 #[test]
 fn stages_that_cannot_reach_the_budget_fail_with_the_reason() {
-    let steps: Vec<Step> = std::iter::once(Step::User(30))
-        .chain((0..6).map(|i| Step::Exchange {
-            calls: vec![((i % 4) as u8, 100)],
-            error: false,
-        }))
-        .collect();
+    let steps = agent_steps(6, |_| 100);
     let doc = parse(
         Value::Array(build(Dialect::Openai, &steps, false)),
         Dialect::Openai,
@@ -429,8 +414,7 @@ fn stages_that_cannot_reach_the_budget_fail_with_the_reason() {
 
 #[test]
 fn every_corpus_file_at_90_50_and_10_percent() {
-    let mut fitted = 0;
-    let mut refused = 0;
+    let mut tally = Tally::default();
     for (path, _, doc) in corpus() {
         let total = tokens(&doc);
         for share in [0.9, 0.5, 0.1] {
@@ -440,14 +424,13 @@ fn every_corpus_file_at_90_50_and_10_percent() {
                 ALL.to_vec(),
             ] {
                 let opts = options(budget, budget, stages.clone(), PinOptions::default());
-                match check_all(&doc, &opts) {
-                    Ok(true) => fitted += 1,
-                    Ok(false) => refused += 1,
-                    Err(e) => panic!("{} at {share} {stages:?}: {e}", path.display()),
-                }
+                tally.add(check_all(&doc, &opts), || {
+                    format!("{} at {share} {stages:?}", path.display())
+                });
             }
         }
     }
+    let Tally { fitted, refused } = tally;
     assert!(fitted > refused, "fitted {fitted}, refused {refused}");
 }
 

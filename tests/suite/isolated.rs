@@ -92,6 +92,15 @@ pub struct Run {
 }
 
 impl Run {
+    /// Fails unless stderr holds `wanted`.
+    pub fn assert_stderr_has(&self, wanted: &str) {
+        assert!(
+            self.stderr.contains(wanted),
+            "{wanted:?} is not on stderr: {}",
+            self.stderr
+        );
+    }
+
     /// Stdout as JSON; fails the test when it is not.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)

@@ -273,10 +273,7 @@ fn credentials_in_the_url_are_basic_auth_and_never_in_errors() {
 #[test]
 fn redirects_are_not_followed() {
     let other = Server::start(vec![ok("stolen")]);
-    let target = format!(
-        "http://127.0.0.1:{}/v1/chat/completions?key=abcdef",
-        other.port
-    );
+    let target = format!("{}/v1/chat/completions?key=abcdef", other.root());
     for status in [301, 302, 303, 307, 308] {
         let server = Server::start(vec![redirect(status, &target), ok("never")]);
         let err = chat(&endpoint(&server, Some("sk-redirected-key"), 2), &request()).unwrap_err();

@@ -668,7 +668,7 @@ fn the_key_never_appears_in_stderr() {
     let server = Server::start(vec![echo(), echo()]);
     let run = agent(&server.base(), &["--report", "-"], &[("CTX_API_KEY", KEY)]);
     assert_eq!(run.code, 4, "stderr: {}", run.stderr);
-    assert!(run.stderr.contains("summarizer failed"), "{}", run.stderr);
+    run.assert_stderr_has("summarizer failed");
     assert!(!run.stderr.contains(KEY), "{}", run.stderr);
     assert!(!run.stdout.contains(KEY), "{}", run.stdout);
     // The echo really carried the key, so the scrubbing was tested.
@@ -750,14 +750,9 @@ fn on_error_truncate_drops_the_range() {
     assert!(!rep["error"].as_str().unwrap_or("").is_empty(), "{rep}");
 
     let check = ctx(&["check"], &[], &run.stdout);
-    let findings: Value = serde_json::from_str(&check.stdout).unwrap();
-    let errors: Vec<&Value> = findings
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["severity"] == "error")
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    let findings: Vec<Value> = serde_json::from_str(&check.stdout).unwrap();
+    let errors = findings.iter().filter(|f| f["severity"] == "error");
+    assert_eq!(errors.count(), 0, "{findings:?}");
     assert_eq!(check.code, 0);
 }
 
@@ -1031,8 +1026,8 @@ fn a_refusal_for_want_of_a_withheld_key_says_why() {
     let server = Server::start(vec![refuse()]);
     let run = agent(&server.base(), &[], &[("OPENAI_API_KEY", KEY)]);
     assert_failed(&run);
-    assert!(run.stderr.contains("HTTP 401"), "{}", run.stderr);
-    assert!(run.stderr.contains("set CTX_API_KEY"), "{}", run.stderr);
+    run.assert_stderr_has("HTTP 401");
+    run.assert_stderr_has("set CTX_API_KEY");
     assert!(!run.stderr.contains(KEY), "{}", run.stderr);
 }
 
@@ -1040,8 +1035,8 @@ fn a_refusal_for_want_of_a_withheld_key_says_why() {
 fn base_url_query_string_stays_a_query_string() {
     let server = Server::start(vec![ok("azure summary")]);
     let base = format!(
-        "http://127.0.0.1:{}/openai/deployments/d?api-version=2024-06-01",
-        server.port
+        "{}/openai/deployments/d?api-version=2024-06-01",
+        server.root()
     );
     let run = agent(&base, &[], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
@@ -1128,7 +1123,7 @@ fn credentials_in_the_base_url_are_never_printed() {
         &data("agent_openai.json"),
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("use one"), "{}", run.stderr);
+    run.assert_stderr_has("use one");
     assert_clean(&run);
     assert!(!run.stderr.contains(KEY));
 }
@@ -1140,12 +1135,8 @@ fn redirects_to_another_server_are_not_followed() {
     let server = Server::start(vec![redirect(307, &target), redirect(307, &target)]);
     let run = agent(&server.base(), &[], &[("CTX_API_KEY", KEY)]);
     assert_failed(&run);
-    assert!(run.stderr.contains("HTTP 307"), "{}", run.stderr);
-    assert!(
-        run.stderr.contains("does not follow redirects"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("HTTP 307");
+    run.assert_stderr_has("does not follow redirects");
     thread::sleep(Duration::from_millis(100));
     assert!(other.seen().is_empty(), "the other server received nothing");
     assert_eq!(server.seen().len(), 1);
@@ -1188,7 +1179,7 @@ fn a_summary_cut_short_by_the_server_is_reported() {
     let rep = report(&run.stderr);
     let stage = summarize_stage(&rep);
     assert_eq!(stage["summary_truncated"], true, "{rep}");
-    assert!(run.stderr.contains("cut short"), "{}", run.stderr);
+    run.assert_stderr_has("cut short");
 }
 
 #[test]
@@ -1200,7 +1191,7 @@ fn timeouts_and_retries_out_of_range_are_usage_errors() {
         for command in [["summarize", "--engine=llm"], ["fit", "--summarize=llm"]] {
             let run = ctx(&[command[0], command[1], "--timeout", bad], &[], &input);
             assert_eq!(run.code, 2, "{command:?} --timeout {bad}: {}", run.stderr);
-            assert!(run.stderr.contains("--timeout"), "{}", run.stderr);
+            run.assert_stderr_has("--timeout");
             assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
         }
     }
@@ -1213,7 +1204,7 @@ fn timeouts_and_retries_out_of_range_are_usage_errors() {
     for bad in ["101", "4294967295", "99999999999999999999", "-1"] {
         let run = ctx(&["summarize", "--retries", bad], &[], &input);
         assert_eq!(run.code, 2, "--retries {bad}: {}", run.stderr);
-        assert!(run.stderr.contains("--retries"), "{}", run.stderr);
+        run.assert_stderr_has("--retries");
     }
     // The largest allowed values work.
     let server = Server::start(vec![ok("S")]);

@@ -583,8 +583,7 @@ fn a_budget_larger_than_the_input_is_the_identity() {
 
 #[test]
 fn every_corpus_file_through_every_strategy_at_several_budgets() {
-    let mut fitted = 0;
-    let mut refused = 0;
+    let mut tally = Tally::default();
     for (path, _, doc) in corpus() {
         let total = tokens(&doc);
         for share in [0.9, 0.5, 0.25, 0.1] {
@@ -601,18 +600,16 @@ fn every_corpus_file_through_every_strategy_at_several_budgets() {
                         best_effort,
                         ..Options::default()
                     };
-                    let r = (|| -> Result<bool, TestCaseError> {
+                    let checked = (|| -> Result<bool, TestCaseError> {
                         check_all(&doc, &opts)?;
                         Ok(run(&doc, &opts)?.is_some())
                     })();
-                    match r {
-                        Ok(true) => fitted += 1,
-                        Ok(false) => refused += 1,
-                        Err(e) => panic!(
-                            "{} at {share} {strategy:?} partial={partial} protect={protect}: {e}",
-                            path.display()
-                        ),
-                    }
+                    tally.add(checked, || {
+                        let file = path.display();
+                        format!(
+                            "{file} at {share} {strategy:?} partial={partial} protect={protect}"
+                        )
+                    });
                 }
             }
         }
@@ -620,6 +617,7 @@ fn every_corpus_file_through_every_strategy_at_several_budgets() {
     // The sweep must exercise truncation, not only refusals. At a tenth or a quarter of a short
     // conversation's tokens most runs cannot fit (its pinned messages and newest unit are
     // more), and most corpus conversations are short: at least a third of all runs fit.
+    let Tally { fitted, refused } = tally;
     assert!(fitted * 2 > refused, "fitted {fitted}, refused {refused}");
 }
 
@@ -632,11 +630,7 @@ fn an_agent_transcript_with_hundreds_of_exchanges_fits_any_feasible_budget() {
         ctx::document::Dialect::Anthropic,
     ] {
         let steps: Vec<Step> = std::iter::once(Step::System)
-            .chain(std::iter::once(Step::User(30)))
-            .chain((0..300).map(|i| Step::Exchange {
-                calls: vec![((i % 4) as u8, 20 + (i * 37) % 150)],
-                error: false,
-            }))
+            .chain(agent_steps(300, |i| 20 + (i * 37) % 150))
             .collect();
         let doc = parse(Value::Array(build(dialect, &steps, false)), dialect);
         let conv = Conversation::new(doc.messages(), doc.dialect);
