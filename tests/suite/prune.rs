@@ -16,6 +16,14 @@ fn run(doc: &Document, opts: &Options) -> Result<Document, TestCaseError> {
     Ok(run_full(doc, opts)?.doc)
 }
 
+/// Prune's defaults, keeping the `keep` newest results.
+fn keeping(keep: usize) -> Options {
+    Options {
+        keep,
+        ..Options::default()
+    }
+}
+
 fn run_full(doc: &Document, opts: &Options) -> Result<Pruning, TestCaseError> {
     let p = with_counter(doc, |counter, count| {
         prune(doc.clone(), counter, &count, opts)
@@ -428,14 +436,7 @@ fn a_short_error_is_never_replaced_by_a_placeholder() {
         ),
         exchange(4, "bash", serde_json::json!({"command": "ls"}), "a.py"),
     ]);
-    let p = run_full(
-        &doc,
-        &Options {
-            keep: 0,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let p = run_full(&doc, &keeping(0)).unwrap();
     let cleared: Vec<usize> = p.cleared.iter().map(|c| c.0).collect();
     assert_eq!(cleared, [6], "only the large result is cleared");
     assert_eq!(p.doc.messages()[2]["content"], syntax);
@@ -448,9 +449,8 @@ fn a_short_error_is_never_replaced_by_a_placeholder() {
     let p = run_full(
         &doc,
         &Options {
-            keep: 0,
             min_saving: 0,
-            ..Options::default()
+            ..keeping(0)
         },
     )
     .unwrap();
@@ -520,21 +520,13 @@ fn output_dressed_as_a_placeholder_is_still_cleared_and_clipped() {
         ),
         exchange(2, "bash", serde_json::json!({"command": "ls"}), "a.py"),
     ]);
-    let p = run_full(
-        &doc,
-        &Options {
-            keep: 1,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let p = run_full(&doc, &keeping(1)).unwrap();
     assert_eq!(p.cleared.iter().map(|c| c.0).collect::<Vec<_>>(), [2]);
     let p = run_full(
         &doc,
         &Options {
-            keep: 5,
             max_tool_tokens: Some(100),
-            ..Options::default()
+            ..keeping(5)
         },
     )
     .unwrap();

@@ -425,28 +425,16 @@ fn the_pinned_system_prompt_and_task_go_as_context_not_to_summarize() {
 #[test]
 fn the_prompt_asks_for_each_section() {
     let server = Server::start(vec![ok("S"), ok("S"), ok("S")]);
-    let input = data("agent_openai.json");
-    let run = summarize(&server.base(), &["--keep-recent", "3"], &[], &input);
+    let run = agent(&server.base(), &[], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let extra = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--instructions", "EXTRA-RULE"],
-        &[],
-        &input,
-    );
+    let extra = agent(&server.base(), &["--instructions", "EXTRA-RULE"], &[]);
     assert_eq!(extra.code, 0, "stderr: {}", extra.stderr);
     let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("summarize-llm-prompt.txt");
     std::fs::write(&file, "MY-OWN-PROMPT").unwrap();
-    let own = summarize(
+    let own = agent(
         &server.base(),
-        &[
-            "--keep-recent",
-            "3",
-            "--prompt-file",
-            file.to_str().unwrap(),
-        ],
+        &["--prompt-file", file.to_str().unwrap()],
         &[],
-        &input,
     );
     assert_eq!(own.code, 0, "stderr: {}", own.stderr);
     let seen = server.seen();
@@ -801,18 +789,10 @@ fn a_long_reply_is_clipped_to_what_it_replaces() {
     let reply = long_reply(100_000);
     let server = Server::start(vec![ok(&reply)]);
     let input = data("agent_openai.json");
-    let run = summarize(
+    let run = agent(
         &server.base(),
-        &[
-            "--keep-recent",
-            "3",
-            "--max-summary-tokens",
-            "100000",
-            "--report",
-            "-",
-        ],
+        &["--max-summary-tokens", "100000", "--report", "-"],
         &[],
-        &input,
     );
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let rep = report(&run.stderr);
@@ -840,12 +820,7 @@ fn a_long_reply_is_clipped_to_what_it_replaces() {
 
     // --max-summary-tokens bounds the text too.
     let server = Server::start(vec![ok(&reply)]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--max-summary-tokens", "60"],
-        &[],
-        &input,
-    );
+    let run = agent(&server.base(), &["--max-summary-tokens", "60"], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert_eq!(server.seen()[0].body["max_tokens"], 60);
     let summary = run.json()[2]["content"].as_str().unwrap().to_string();
@@ -1094,26 +1069,23 @@ fn credentials_in_the_base_url_are_never_printed() {
         format!("ftp://alice:{PASSWORD}@127.0.0.1/v1"),
         format!("http://alice:{PASSWORD}@127.0.0.1:port/v1?api-key={QUERY_KEY}"),
     ] {
-        let run = summarize(&bad, &[], &[], &data("agent_openai.json"));
-        assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
-        assert!(
-            run.stderr.starts_with("ctx: --base-url: "),
-            "{}",
-            run.stderr
+        // A usage error naming where the URL came from.
+        let refused = |run: Run, place: &str| {
+            assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
+            let start = format!("ctx: {place}: ");
+            assert!(run.stderr.starts_with(&start), "{}", run.stderr);
+            assert_clean(&run);
+        };
+        refused(
+            summarize(&bad, &[], &[], &data("agent_openai.json")),
+            "--base-url",
         );
-        assert_clean(&run);
-        let run = ctx(
-            &["summarize", "--engine", "llm", "--force"],
-            &[("CTX_BASE_URL", &bad)],
-            &data("agent_openai.json"),
+        let llm = ["summarize", "--engine", "llm", "--force"];
+        let from_env = [("CTX_BASE_URL", bad.as_str())];
+        refused(
+            ctx(&llm, &from_env, &data("agent_openai.json")),
+            "CTX_BASE_URL",
         );
-        assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
-        assert!(
-            run.stderr.starts_with("ctx: CTX_BASE_URL: "),
-            "{}",
-            run.stderr
-        );
-        assert_clean(&run);
     }
     // Credentials in the URL and a key would both be the Authorization header.
     let run = summarize(
