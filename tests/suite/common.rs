@@ -1,6 +1,5 @@
 //! Shared helpers for the invariant tests: conversation generators (both dialects) and the
 //! SPEC §2 invariant checks, used by every transforming command's tests.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 

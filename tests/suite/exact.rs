@@ -1,5 +1,5 @@
 //! `ctx count --exact` end to end: the built binary against a scripted HTTP server on 127.0.0.1
-//! started by each test (tests/scripted; no network).
+//! started by each test (tests/suite/scripted.rs; no network).
 //!
 //! For each provider a golden pins the request (method, path, headers with the key's value
 //! replaced by `<KEY>`, body) and the output using the provider's count:

@@ -2,7 +2,6 @@
 //! developer has exported (`CTX_MODEL`, `CTX_PROFILE`, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, a
 //! proxy) or keeps in `~/.config/ctx/ctx.toml` must not change an outcome. A test that means a
 //! variable sets it after [`isolate`] with `.env`.
-#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::PathBuf;

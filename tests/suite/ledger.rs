@@ -66,7 +66,7 @@ const CASES: &[(&str, &str, usize, usize)] = &[
 
 /// Runs ctx with `args` on `input`, returns its output document.
 fn run(args: &[&str], input: &[u8]) -> Value {
-    let out = isolated::output(&mut isolated::command().args(args), input);
+    let out = isolated::output(isolated::command().args(args), input);
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -8,12 +8,15 @@
 //!   LEDGER_BLESS=1 cargo test --test suite ledger::                     (tests/ledger)
 //!   EXACT_BLESS=1 cargo test --test suite exact::                       (tests/exact)
 //!
-//! The tokenizer's oracle tests (tests/tokenizer.rs) are a binary of their own: they link
-//! tiktoken-rs, which nothing else needs.
+//! The tokenizer's oracle tests against tiktoken-rs (tests/tokenizer.rs) are a binary of their
+//! own.
 
 // Helpers shared by the topics.
+/// Conversation generators, SPEC §2's invariant checks, counting, the corpus.
 mod common;
+/// Running the binary isolated from the developer's environment.
 mod isolated;
+/// A scripted HTTP server on 127.0.0.1 (the summarizer, `count --exact`): no network.
 mod scripted;
 
 // Topics.

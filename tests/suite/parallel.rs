@@ -46,7 +46,7 @@ fn run(
 ) -> (Option<i32>, Vec<u8>, String, String) {
     let _ = std::fs::remove_file(report);
     // ctx stops reading at a syntax error, so the write may fail with a broken pipe.
-    let out = isolated::output(&mut isolated::command().args(args), input);
+    let out = isolated::output(isolated::command().args(args), input);
     (
         out.status.code(),
         out.stdout,

@@ -287,7 +287,7 @@ fn trusted_profile_files_may_name_servers_and_files() {
     // And when the current directory is the user's config directory, its file is that file.
     let (code, _, err) = ctx(
         &home.join("ctx"),
-        &home,
+        home,
         &[],
         &["truncate", "--profile", "p"],
     );

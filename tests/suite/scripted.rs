@@ -1,7 +1,6 @@
 //! A scripted HTTP/1.1 server on 127.0.0.1, started by a test: it answers each connection with
 //! the next reply of its script and records every request it read. Tests of ctx's HTTP client
 //! (the summarizer, `count --exact`) use it so that nothing ever reaches the network.
-#![allow(dead_code)]
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};

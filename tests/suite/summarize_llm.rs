@@ -1,5 +1,5 @@
 //! `ctx summarize --engine llm` end to end: the built binary against a scripted HTTP/1.1 server
-//! on 127.0.0.1 started by each test (no network; the server is tests/scripted).
+//! on 127.0.0.1 started by each test (no network; the server is tests/suite/scripted.rs).
 
 use crate::isolated;
 use crate::scripted;
