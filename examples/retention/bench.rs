@@ -1,5 +1,5 @@
 //! Running the retention benchmark: each method at each budget level on each trajectory, and
-//! what survived. Shared by `examples/retention` and `tests/retention.rs`.
+//! what survived. Shared by `examples/retention` and `tests/suite/retention.rs`.
 #![allow(dead_code, clippy::print_stdout)]
 
 use std::collections::BTreeMap;

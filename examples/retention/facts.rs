@@ -1,6 +1,6 @@
 //! The key facts of an agent trajectory, annotated by rule, and whether an output still holds
 //! them (SPEC §7). Shared by the retention benchmark (`examples/retention`) and its test
-//! (`tests/retention.rs`); docs/retention.md states the rules in words.
+//! (`tests/suite/retention.rs`); docs/retention.md states the rules in words.
 //!
 //! A fact is a piece of text. It is retained when it appears, verbatim, anywhere in the text of
 //! the output: every string in the output, plus the strings inside tool-call arguments that

@@ -1,7 +1,8 @@
 //! Golden CLI tests: each `tests/cmd/<command>-<scenario>.toml` runs `ctx` with its arguments
 //! and `.stdin`, and compares stdout, stderr and the exit code with the files beside it.
-//! Re-bless after an intended change with `TRYCMD=overwrite cargo test --test cli`, then review
-//! the diff like any other. trycmd normalises `\` to `/` in the files it writes (it treats them
+//! Re-bless after an intended change with
+//! `TRYCMD=overwrite cargo test --test suite -- --exact cli::golden`, then review the diff like
+//! any other. trycmd normalises `\` to `/` in the files it writes (it treats them
 //! as Windows path separators), so escaped quotes in JSON appear as `/"` in `.stdout` files.
 //!
 //! The cases run with every `CTX_*`, `OPENAI_*`, `ANTHROPIC_*`, `GEMINI_*`, `GOOGLE_*` and proxy
@@ -9,9 +10,8 @@
 //! shell or `~/.config/ctx/ctx.toml` cannot change their outcome. The tests after the golden ones are about the process boundary
 //! (stderr, the files ctx writes, the README's recipes), which golden files cannot express.
 
-mod isolated;
+use crate::isolated;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -36,8 +36,13 @@ fn golden_cases_ignore_the_developers_environment() {
     let profile = "[profile.x]\nbudget = 10\nmodel = \"claude-sonnet-4\"\n";
     std::fs::write(home.join(".config/ctx/ctx.toml"), profile).unwrap();
     std::fs::write(home.join("ctx.toml"), profile).unwrap();
+    // The test's name in this binary: its module path without the crate.
+    let golden = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::golden"),
+        None => "golden".to_string(),
+    };
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["golden", "--exact", "--quiet"])
+        .args([golden.as_str(), "--exact", "--quiet"])
         .env("CTX_MODEL", "claude-sonnet-4")
         .env("CTX_PROFILE", "x")
         .env("CTX_BASE_URL", "http://127.0.0.1:9/v1")
@@ -59,6 +64,12 @@ fn golden_cases_ignore_the_developers_environment() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    // A filter that matches nothing also succeeds: the golden cases really ran.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(" 1 passed;"),
+        "{golden} did not run: {stdout}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -75,22 +86,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Runs `ctx ARGS` in `cwd` with `input` on stdin.
 fn ctx_in(cwd: &Path, args: &[&str], input: &[u8]) -> Output {
-    let mut child = isolated::command()
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
+    isolated::output(isolated::command().args(args).current_dir(cwd), input)
 }
 
 fn data(name: &str) -> Vec<u8> {
@@ -254,23 +250,10 @@ fn report_and_dropped_may_not_name_the_same_file() {
 /// Runs `ctx ARGS` in tests/data with stderr a pipe whose read end is already closed (`2>&1 |
 /// true`, `--report - 2>&1 >/dev/null | head -1`). Returns the exit code and stdout.
 fn with_closed_stderr(args: &[&str], input: &[u8]) -> (Option<i32>, String) {
-    let mut child = isolated::command()
-        .args(args)
-        .current_dir("tests/data")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = isolated::spawn(isolated::command().args(args).current_dir("tests/data"));
     // The only read end: from now on every write to ctx's stderr fails with EPIPE.
     drop(child.stderr.take());
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
+    let out = isolated::feed(child, input);
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

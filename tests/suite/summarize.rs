@@ -1,9 +1,9 @@
 //! `ctx summarize` with the offline engines (extractive, --summary-file) against the
 //! invariants of SPEC §2, over generated conversations and the corpus (tests/corpus), through the
-//! binary. (The llm engine is tested against a local server in tests/llm.rs.)
+//! binary. (The llm engine is tested against a local server in tests/suite/summarize_llm.rs.)
 
-mod common;
-mod isolated;
+use crate::common;
+use crate::isolated;
 
 use common::*;
 use ctx::conversation::{Conversation, PinOptions};
@@ -14,6 +14,58 @@ use serde_json::{Value, json};
 fn ctx(args: &[&str], stdin: &Value) -> (i32, String, String) {
     let r = isolated::run(args, &[], serde_json::to_vec(stdin).unwrap());
     (r.code, r.stdout, r.stderr)
+}
+
+/// `ctx summarize --engine extractive --force --keep-recent KEEP_RECENT`, plus `extra`.
+fn extractive(keep_recent: &str, extra: &[&str], input: &Value) -> (i32, String, String) {
+    let mut args = vec![
+        "summarize",
+        "--engine",
+        "extractive",
+        "--force",
+        "--keep-recent",
+        keep_recent,
+    ];
+    args.extend_from_slice(extra);
+    ctx(&args, input)
+}
+
+/// `ctx summarize --summary-file FILE --force --keep-recent KEEP_RECENT`, plus `extra`.
+fn from_file(
+    file: &str,
+    keep_recent: &str,
+    extra: &[&str],
+    input: &Value,
+) -> (i32, String, String) {
+    let mut args = vec![
+        "summarize",
+        "--summary-file",
+        file,
+        "--force",
+        "--keep-recent",
+        keep_recent,
+    ];
+    args.extend_from_slice(extra);
+    ctx(&args, input)
+}
+
+/// A directory of the test's own (`ctx-NAME-PID` in the temporary directory) holding
+/// `summary.txt` with `text`: the directory and the file's path.
+fn summary_file(name: &str, text: &str) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("ctx-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("summary.txt");
+    std::fs::write(&file, text).unwrap();
+    let file = file.to_str().unwrap().to_string();
+    (dir, file)
+}
+
+/// The report (the first JSON line of stderr).
+fn report(stderr: &str) -> Value {
+    stderr
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap()
 }
 
 fn is_summary(m: &Value) -> bool {
@@ -100,7 +152,7 @@ fn check_range_and_task(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(cases(48))]
 
     #[test]
     fn extractive_summaries_keep_the_invariants(
@@ -145,21 +197,8 @@ proptest! {
 
 #[test]
 fn corpus_files_summarize_offline_and_stay_valid() {
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let input = Document::parse(value.clone(), None).unwrap();
-        let (code, stdout, stderr) = ctx(
-            &[
-                "summarize",
-                "--engine",
-                "extractive",
-                "--force",
-                "--keep-recent",
-                "4",
-                "-q",
-            ],
-            &value,
-        );
+    for (path, value, input) in corpus() {
+        let (code, stdout, stderr) = extractive("4", &["-q"], &value);
         assert_eq!(code, 0, "{}: {stderr}", path.display());
         let out =
             Document::parse(serde_json::from_str(&stdout).unwrap(), Some(input.dialect)).unwrap();
@@ -171,23 +210,9 @@ fn corpus_files_summarize_offline_and_stay_valid() {
 
 #[test]
 fn a_summary_file_is_placed_with_a_header_and_extended_later() {
-    let dir = std::env::temp_dir().join(format!("ctx-summary-file-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("summary.txt");
-    std::fs::write(&file, "The user wants the parser fixed.\n").unwrap();
+    let (dir, f) = summary_file("summary-file", "The user wants the parser fixed.\n");
     let input = read_json(std::path::Path::new("tests/data/agent_openai.json"));
-    let f = file.to_str().unwrap();
-    let (code, stdout, stderr) = ctx(
-        &[
-            "summarize",
-            "--summary-file",
-            f,
-            "--force",
-            "--keep-recent",
-            "3",
-        ],
-        &input,
-    );
+    let (code, stdout, stderr) = from_file(&f, "3", &[], &input);
     assert_eq!(code, 0, "{stderr}");
     let out: Value = serde_json::from_str(&stdout).unwrap();
     let msgs = out.as_array().unwrap();
@@ -202,7 +227,7 @@ fn a_summary_file_is_placed_with_a_header_and_extended_later() {
     // Everything but the system prompt, the task and the 3 newest messages.
     assert_eq!(covered + 2 + 3, input.as_array().unwrap().len(), "{text}");
     // Below every trigger nothing happens.
-    let (code, same, _) = ctx(&["summarize", "--summary-file", f], &out);
+    let (code, same, _) = ctx(&["summarize", "--summary-file", &f], &out);
     assert_eq!(code, 0);
     assert_eq!(serde_json::from_str::<Value>(&same).unwrap(), out);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -286,19 +311,7 @@ fn a_spoofed_header_is_an_ordinary_message() {
         for user_turn in [false, true] {
             let value = spoofed(dialect, user_turn);
             let input = parse(value.clone(), dialect);
-            let (code, stdout, stderr) = ctx(
-                &[
-                    "summarize",
-                    "--engine",
-                    "extractive",
-                    "--force",
-                    "--keep-recent",
-                    "1",
-                    "-c",
-                    "-q",
-                ],
-                &value,
-            );
+            let (code, stdout, stderr) = extractive("1", &["-c", "-q"], &value);
             let what = format!("{dialect:?}, user turn {user_turn}");
             assert_eq!(code, 0, "{what}: {stderr}");
             let out = parse(serde_json::from_str(&stdout).unwrap(), dialect);
@@ -363,54 +376,23 @@ fn a_summary_larger_than_what_it_replaces_follows_on_error() {
         let (code, stdout, stderr) = ctx(&args, &value);
         assert_eq!(code, 0, "{stderr}");
         let out: Value = serde_json::from_str(&stdout).unwrap();
-        let report: Value = stderr
-            .lines()
-            .find_map(|l| serde_json::from_str(l).ok())
-            .unwrap();
-        (out, report)
+        (out, report(&stderr))
     };
-    let (out, report) = with(&["--on-error", "passthrough", "--report", "-"]);
+    let (out, rep) = with(&["--on-error", "passthrough", "--report", "-"]);
     assert_eq!(out, value);
-    assert_eq!(report["fallback"], "passthrough");
-    let (out, report) = with(&["--on-error", "truncate", "--report", "-"]);
+    assert_eq!(rep["fallback"], "passthrough");
+    let (out, rep) = with(&["--on-error", "truncate", "--report", "-"]);
     let msgs = value.as_array().unwrap();
     assert_eq!(out, json!([msgs[0], msgs[1], msgs[3], msgs[4]]));
-    assert_eq!(report["fallback"], "truncate");
+    assert_eq!(rep["fallback"], "truncate");
     // The same text from a file is bounded too.
-    let dir = std::env::temp_dir().join(format!("ctx-summary-bound-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("summary.txt");
-    std::fs::write(&file, "A long summary. ".repeat(400)).unwrap();
-    let f = file.to_str().unwrap();
-    let (code, _, stderr) = ctx(
-        &[
-            "summarize",
-            "--summary-file",
-            f,
-            "--force",
-            "--keep-recent",
-            "2",
-        ],
-        &value,
-    );
+    let (dir, f) = summary_file("summary-bound", &"A long summary. ".repeat(400));
+    let (code, _, stderr) = from_file(&f, "2", &[], &value);
     assert_eq!(code, 4, "{stderr}");
     let input = read_json(std::path::Path::new("tests/data/agent_openai.json"));
     let before = tokens(&parse(input.clone(), Dialect::Openai));
-    let (code, stdout, stderr) = ctx(
-        &[
-            "summarize",
-            "--summary-file",
-            f,
-            "--force",
-            "--keep-recent",
-            "3",
-            "--max-summary-tokens",
-            "5000",
-            "--report",
-            "-",
-        ],
-        &input,
-    );
+    let extra = ["--max-summary-tokens", "5000", "--report", "-"];
+    let (code, stdout, stderr) = from_file(&f, "3", &extra, &input);
     assert_eq!(code, 0, "{stderr}");
     let out = parse(serde_json::from_str(&stdout).unwrap(), Dialect::Openai);
     assert!(
@@ -419,14 +401,11 @@ fn a_summary_larger_than_what_it_replaces_follows_on_error() {
     );
     let text = out.messages()[2]["content"].as_str().unwrap();
     assert!(text.contains(" tokens omitted by ctx ...]"), "{text}");
-    let report: Value = stderr
-        .lines()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap();
-    assert_eq!(report["clipped"], true, "{report}");
+    let rep = report(&stderr);
+    assert_eq!(rep["clipped"], true, "{rep}");
     assert!(
-        report["tokens_after"].as_u64() <= report["tokens_before"].as_u64(),
-        "{report}"
+        rep["tokens_after"].as_u64() <= rep["tokens_before"].as_u64(),
+        "{rep}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -3,31 +3,18 @@
 //! without a model is counted as Claude; messages without a role are input errors; budgets and
 //! triggers never exceed the window minus the reserve (SPEC §1, §3).
 
-mod common;
+use crate::common;
+use crate::isolated;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::{corpus_files, read_json};
 use serde_json::{Value, json};
 
 /// Runs `ctx ARGS` with `stdin`, in an empty environment: (exit code, stdout, stderr).
 fn ctx(args: &[&str], stdin: &str) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctx"))
-        .args(args)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ctx");
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_string();
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(input.as_bytes());
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    let out = isolated::output(cmd.args(args).env_clear(), stdin);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),
@@ -42,6 +29,17 @@ fn total(doc: &Value, args: &[&str]) -> u64 {
     let (code, out, err) = ctx(&all, &doc.to_string());
     assert_eq!(code, 0, "count {args:?}: {err}");
     out.trim().parse().unwrap()
+}
+
+/// The tokens of what a run of fit or truncate wrote, as `count MEASURE` counts them; `None`
+/// when the document could not fit (exit 3). Any other exit fails the test, named `what`.
+fn fitted(run: (i32, String, String), measure: &[&str], what: &str) -> Option<u64> {
+    let (code, out, err) = run;
+    match code {
+        0 => Some(total(&serde_json::from_str(&out).unwrap(), measure)),
+        3 => None,
+        _ => panic!("{what}: exit {code}: {err}"),
+    }
 }
 
 fn report(doc: &Value, args: &[&str]) -> Value {
@@ -151,7 +149,7 @@ fn truncate_for_a_claude_model_stays_within_budget_over_the_corpus() {
         let before = total(&doc, measure);
         for share in [0.8, 0.5, 0.25] {
             let budget = ((before as f64 * share) as u64).to_string();
-            let (code, out, err) = ctx(
+            let run = ctx(
                 &[
                     "truncate",
                     "-q",
@@ -163,19 +161,13 @@ fn truncate_for_a_claude_model_stays_within_budget_over_the_corpus() {
                 ],
                 &doc.to_string(),
             );
-            match code {
-                0 => {
-                    let out: Value = serde_json::from_str(&out).unwrap();
-                    let after = total(&out, measure);
-                    assert!(
-                        after <= budget.parse().unwrap(),
-                        "{} at {share}: {after} tokens after truncating to {budget}",
-                        path.display()
-                    );
-                    checked += 1;
-                }
-                3 => {}
-                _ => panic!("{} at {share}: exit {code}: {err}", path.display()),
+            let what = format!("{} at {share}", path.display());
+            if let Some(after) = fitted(run, measure, &what) {
+                assert!(
+                    after <= budget.parse().unwrap(),
+                    "{what}: {after} tokens after truncating to {budget}"
+                );
+                checked += 1;
             }
         }
     }
@@ -344,20 +336,14 @@ fn fit_and_truncate_outputs_leave_room_for_the_reply() {
             ];
             for run in runs {
                 let args: Vec<&str> = run.iter().chain(&base).copied().collect();
-                let (code, out, err) = ctx(&args, &doc.to_string());
-                match code {
-                    0 => {
-                        let out: Value = serde_json::from_str(&out).unwrap();
-                        let after = total(&out, &["-m", "gpt-4o"]);
-                        assert!(
-                            after + reserve <= window,
-                            "{} {run:?}: {after} tokens + {reserve} reserved > the {window}-token window",
-                            path.display()
-                        );
-                        checked += 1;
-                    }
-                    3 => {}
-                    _ => panic!("{} {run:?}: exit {code}: {err}", path.display()),
+                let what = format!("{} {run:?}", path.display());
+                let out = ctx(&args, &doc.to_string());
+                if let Some(after) = fitted(out, &["-m", "gpt-4o"], &what) {
+                    assert!(
+                        after + reserve <= window,
+                        "{what}: {after} tokens + {reserve} reserved > the {window}-token window"
+                    );
+                    checked += 1;
                 }
             }
         }

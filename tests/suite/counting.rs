@@ -1,32 +1,16 @@
 //! Counting against published numbers and over the corpus (tests/corpus), in one process (one encoder
 //! per encoding for the whole file, so the sweep stays fast on a 2-core CI machine).
 
-mod isolated;
+use crate::common::{self, corpus, corpus_files};
+use crate::isolated;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ctx::cmd::check::{Severity, check};
-use ctx::counter::Counter;
-use ctx::document::Document;
-use ctx::settings::{ModelArgs, Settings};
 use serde_json::{Value, json};
 
 fn count_with(value: Value, model: Option<&str>) -> (usize, bool) {
-    let doc = Document::parse(value, None).unwrap();
-    let args = ModelArgs {
-        model: model.map(str::to_string),
-        image_size: (1024, 1024),
-        ..Default::default()
-    };
-    let settings = Settings::resolve(
-        &args,
-        doc.body_model(),
-        None,
-        doc.dialect,
-        None,
-        &mut Vec::new(),
-    );
-    let c = Counter::new(&settings, doc.dialect).document(&doc).unwrap();
+    let c = common::count_as(value, model);
     (c.total(), c.exact)
 }
 
@@ -35,42 +19,42 @@ fn data(name: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// `file` (tests/data) counted as each model: exactly the prompt tokens the API reported.
+fn assert_published(file: &str, published: &[(&str, usize)]) {
+    let value = data(file);
+    for &(model, api) in published {
+        assert_eq!(
+            count_with(value.clone(), Some(model)),
+            (api, true),
+            "{file} as {model}"
+        );
+    }
+}
+
 /// OpenAI cookbook "How to count tokens with tiktoken", §6: prompt tokens reported by the API.
 #[test]
 fn chat_example_matches_openai_published_counts() {
-    let msgs = data("cookbook_chat.json");
-    for (model, api) in [
+    let published = [
         ("gpt-3.5-turbo-0301", 127),
         ("gpt-3.5-turbo", 129),
         ("gpt-4-0613", 129),
         ("gpt-4", 129),
         ("gpt-4o", 124),
         ("gpt-4o-mini", 124),
-    ] {
-        assert_eq!(
-            count_with(msgs.clone(), Some(model)),
-            (api, true),
-            "{model}"
-        );
-    }
+    ];
+    assert_published("cookbook_chat.json", &published);
 }
 
 /// The same cookbook, §7: the tool-definition example.
 #[test]
 fn tools_example_matches_openai_published_counts() {
-    let body = data("cookbook_tools_body.json");
-    for (model, api) in [
+    let published = [
         ("gpt-3.5-turbo", 105),
         ("gpt-4", 105),
         ("gpt-4o", 101),
         ("gpt-4o-mini", 101),
-    ] {
-        assert_eq!(
-            count_with(body.clone(), Some(model)),
-            (api, true),
-            "{model}"
-        );
-    }
+    ];
+    assert_published("cookbook_tools_body.json", &published);
 }
 
 #[test]
@@ -100,33 +84,9 @@ fn images_are_priced_from_their_real_size() {
     assert_eq!(count_with(remote, Some("gpt-4o")), (base + 765, false));
 }
 
-fn corpus_files() -> Vec<PathBuf> {
-    let root = Path::new("tests/corpus");
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    assert!(
-        out.len() >= 30,
-        "the corpus of real conversations is in tests/corpus"
-    );
-    out
-}
-
 #[test]
 fn every_corpus_file_counts_and_only_irregular_ones_have_errors() {
-    for path in corpus_files() {
-        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let doc = Document::parse(value.clone(), None).unwrap();
+    for (path, value, doc) in corpus() {
         let (tokens, _) = count_with(value, None);
         assert!(tokens > 0, "{}", path.display());
         let errors: Vec<_> = check(&doc)
@@ -153,9 +113,7 @@ fn every_corpus_file_counts_and_only_irregular_ones_have_errors() {
 
 #[test]
 fn corpus_dialects_are_detected() {
-    for path in corpus_files() {
-        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let doc = Document::parse(value, None).unwrap();
+    for (path, _, doc) in corpus() {
         let in_anthropic = path.components().any(|c| c.as_os_str() == "anthropic");
         assert_eq!(
             doc.dialect == ctx::document::Dialect::Anthropic,

@@ -1,9 +1,9 @@
 //! `--encoding approx` must not undercount (SPEC §3: budgets rely on it): over the corpus it is
 //! at least the exact `o200k_base` and `cl100k_base` count of every text, every message and
 //! every document. Its bias, by kind of text, is printed by `approx_bias_by_kind_of_text`
-//! (`cargo test --test approx -- --nocapture`) and recorded in docs/counting.md.
+//! (`cargo test --test suite approx:: -- --nocapture`) and recorded in docs/counting.md.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,29 +1,17 @@
 //! `ctx summarize --engine llm` end to end: the built binary against a scripted HTTP/1.1 server
-//! on 127.0.0.1 started by each test (no network; the server is tests/scripted).
+//! on 127.0.0.1 started by each test (no network; the server is tests/suite/scripted.rs).
 
-mod isolated;
-mod scripted;
+use crate::isolated;
+use crate::scripted;
 
 use std::thread;
 use std::time::{Duration, Instant};
 
 use isolated::Run;
-use scripted::{Reply, Seen, Server, closed_port};
+use scripted::{Reply, Seen, Server, closed_port, ok, rate_limited, redirect};
 use serde_json::{Value, json};
 
-mod common;
-
-fn ok_body(text: &str) -> String {
-    json!({
-        "model": "served-model",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-    })
-    .to_string()
-}
-
-fn ok(text: &str) -> Reply {
-    Reply::Send(200, vec![], ok_body(text))
-}
+use crate::common;
 
 fn fail500(body: &str) -> Reply {
     Reply::Send(500, vec![], body.to_string())
@@ -54,6 +42,20 @@ fn summarize(base: &str, extra: &[&str], env: &[(&str, &str)], input: &str) -> R
     ctx(&args, env, input)
 }
 
+/// `summarize --keep-recent 3` of `input` against `server`; the run succeeded.
+fn summarized(server: &Server, input: &str) -> Run {
+    let run = summarize(&server.base(), &["--keep-recent", "3"], &[], input);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    run
+}
+
+/// `summarize` of tests/data/agent_openai.json with `--keep-recent 3`, plus `extra`.
+fn agent(base: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut args = vec!["--keep-recent", "3"];
+    args.extend_from_slice(extra);
+    summarize(base, &args, env, &data("agent_openai.json"))
+}
+
 fn data(name: &str) -> String {
     std::fs::read_to_string(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
@@ -69,6 +71,21 @@ fn header(n: usize) -> String {
 /// The user content of a recorded summarizer request.
 fn user_content(seen: &Seen) -> &str {
     seen.body["messages"][1]["content"].as_str().unwrap_or("")
+}
+
+/// The user content of the request `summarize ARGS` of `input` makes first, the run succeeding.
+fn only_request(args: &[&str], input: &str) -> String {
+    let server = Server::start(vec![ok("S")]);
+    let run = summarize(&server.base(), args, &[], input);
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    user_content(&server.seen()[0]).to_string()
+}
+
+/// Fails unless `text` holds each of `wanted`; the message shows `all`, the request's text.
+fn assert_holds(text: &str, wanted: &[&str], all: &str) {
+    for w in wanted {
+        assert!(text.contains(w), "{w:?} missing: {all}");
+    }
 }
 
 /// What opens a request's context: the pinned messages, not to be summarized.
@@ -159,12 +176,7 @@ fn request_shape_model_max_tokens_prompt_transcript_and_key() {
 
     // Without a key: no Authorization header at all.
     let server = Server::start(vec![ok("S2")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&server.base(), &[], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let seen = server.seen();
     assert_eq!(seen.len(), 1);
@@ -175,13 +187,7 @@ fn request_shape_model_max_tokens_prompt_transcript_and_key() {
 fn summary_placement_and_header_openai() {
     let server = Server::start(vec![ok("The agent read src/parser.rs and ran tests.")]);
     let input = openai();
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &input.to_string(),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let run = summarized(&server, &input.to_string());
     let out = run.json();
     let out = out.as_array().unwrap();
     let inp = input.as_array().unwrap();
@@ -200,13 +206,7 @@ fn summary_placement_and_header_openai() {
 fn summary_placement_anthropic_keeps_body_keys() {
     let server = Server::start(vec![ok("Fetched reports 1 and 3; 2 locked.")]);
     let input: Value = serde_json::from_str(&data("agent_anthropic.json")).unwrap();
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &input.to_string(),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let run = summarized(&server, &input.to_string());
     assert_eq!(server.seen().len(), 1);
     let out = run.json();
     for key in ["system", "model", "max_tokens"] {
@@ -237,13 +237,7 @@ fn summary_placement_anthropic_keeps_body_keys() {
 #[test]
 fn running_summary_is_extended_with_only_new_messages() {
     let server = Server::start(vec![ok("FIRST-SUMMARY-TEXT"), ok("SECOND-SUMMARY-TEXT")]);
-    let first = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_eq!(first.code, 0, "stderr: {}", first.stderr);
+    let first = summarized(&server, &data("agent_openai.json"));
     let mut doc = first.json();
     let msgs = doc.as_array_mut().unwrap();
     assert_eq!(msgs.len(), 6);
@@ -261,29 +255,17 @@ fn running_summary_is_extended_with_only_new_messages() {
         result("call_07", "[run_tests #7] 4 passed"),
         json!({"role": "assistant", "content": "The lexer is fixed too."}),
     ]);
-    let second = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &doc.to_string(),
-    );
-    assert_eq!(second.code, 0, "stderr: {}", second.stderr);
+    let second = summarized(&server, &doc.to_string());
     let seen = server.seen();
     assert_eq!(seen.len(), 2);
     let user = user_content(&seen[1]);
     // The running summary, with the instruction to update it rather than rewrite it.
-    assert!(
-        user.contains("Summary so far:\nFIRST-SUMMARY-TEXT\n"),
-        "{user}"
-    );
-    assert!(
-        user.contains("Update the summary so far with the new messages; do not rewrite it"),
-        "{user}"
-    );
-    assert!(
-        user.contains("Keep every item in it that is still true"),
-        "{user}"
-    );
+    let update = [
+        "Summary so far:\nFIRST-SUMMARY-TEXT\n",
+        "Update the summary so far with the new messages; do not rewrite it",
+        "Keep every item in it that is still true",
+    ];
+    assert_holds(user, &update, user);
     // Newly aged out: the last exchange of the first run, its answer, and the new turn.
     let transcript = transcript_part(user);
     assert!(transcript.contains("[run_tests #5]"), "{user}");
@@ -298,11 +280,7 @@ fn running_summary_is_extended_with_only_new_messages() {
 
     let out = second.json();
     let out = out.as_array().unwrap();
-    let summaries: Vec<&str> = out
-        .iter()
-        .filter_map(|m| m["content"].as_str())
-        .filter(|t| t.starts_with("[ctx summary of "))
-        .collect();
+    let summaries = summaries(out);
     assert_eq!(summaries.len(), 1, "{out:?}");
     // 8 from the first run, plus call_05, its result, the answer, the user turn, call_06 and
     // its result.
@@ -314,8 +292,9 @@ fn running_summary_is_extended_with_only_new_messages() {
     assert_eq!(out[2]["role"], "system");
 }
 
-#[test]
-fn large_range_is_chunked_then_combined() {
+/// A conversation of about 30,000 tokens: a system prompt, the task, `summary` (a running
+/// summary) when given, twenty long turns, and three short ones.
+fn long_essay(summary: Option<&str>) -> String {
     let words = |seed: usize| -> String {
         (0..1500)
             .map(|i| ["alpha", "beta", "gamma", "delta", "omega"][(i + seed) % 5])
@@ -326,6 +305,9 @@ fn large_range_is_chunked_then_combined() {
         json!({"role": "system", "content": "You are a helpful assistant."}),
         json!({"role": "user", "content": "Write a long essay, part by part."}),
     ];
+    if let Some(summary) = summary {
+        msgs.push(json!({"role": "system", "content": summary}));
+    }
     for k in 0..10 {
         msgs.push(json!({"role": "assistant", "content": words(k)}));
         msgs.push(json!({"role": "user", "content": words(k + 1)}));
@@ -333,7 +315,36 @@ fn large_range_is_chunked_then_combined() {
     msgs.push(json!({"role": "assistant", "content": "Done."}));
     msgs.push(json!({"role": "user", "content": "Thanks."}));
     msgs.push(json!({"role": "assistant", "content": "You are welcome."}));
-    let input = Value::Array(msgs).to_string();
+    Value::Array(msgs).to_string()
+}
+
+/// `summarize --keep-recent 3 --summary-model gpt-4` of `input` against a server that answers
+/// request k with `PARTIAL-k`: the run, which succeeded, and the requests.
+fn chunked(input: &str) -> (Run, Vec<Seen>) {
+    let script = (0..20).map(|k| ok(&format!("PARTIAL-{k}"))).collect();
+    let server = Server::start(script);
+    let run = summarize(
+        &server.base(),
+        &["--keep-recent", "3", "--summary-model", "gpt-4"],
+        &[],
+        input,
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    (run, server.seen())
+}
+
+/// The summaries among the messages: their texts, header included.
+fn summaries(messages: &[Value]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .filter(|t| t.starts_with("[ctx summary of "))
+        .collect()
+}
+
+#[test]
+fn large_range_is_chunked_then_combined() {
+    let input = long_essay(None);
 
     let dry = summarize(
         "http://127.0.0.1:9/v1",
@@ -345,16 +356,7 @@ fn large_range_is_chunked_then_combined() {
     let range_tokens = dry.json()["range_tokens"].as_u64().unwrap();
     assert!((25_000..40_000).contains(&range_tokens), "{range_tokens}");
 
-    let script = (0..20).map(|k| ok(&format!("PARTIAL-{k}"))).collect();
-    let server = Server::start(script);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--summary-model", "gpt-4"],
-        &[],
-        &input,
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let seen = server.seen();
+    let (run, seen) = chunked(&input);
     assert!(seen.len() >= 4, "{} requests", seen.len());
     let parts = seen.len() - 1;
     assert!(
@@ -372,13 +374,8 @@ fn large_range_is_chunked_then_combined() {
     }
     let out = run.json();
     let out = out.as_array().unwrap();
-    let summaries: Vec<&str> = out
-        .iter()
-        .filter_map(|m| m["content"].as_str())
-        .filter(|t| t.starts_with("[ctx summary of "))
-        .collect();
     assert_eq!(
-        summaries,
+        summaries(out),
         vec![format!("{}\nPARTIAL-{parts}", header(20)).as_str()]
     );
     assert_eq!(out.len(), 2 + 1 + 3);
@@ -389,69 +386,37 @@ fn the_pinned_system_prompt_and_task_go_as_context_not_to_summarize() {
     const SYSTEM: &str = "You are a coding agent. Use the tools to inspect and fix the repository.";
     const TASK: &str = "The tests in src/parser.rs fail since yesterday. Find out why and fix it.";
     // The task pinned, outside the range: context, marked as not to be summarized.
-    let server = Server::start(vec![ok("S")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let seen = server.seen();
-    let user = user_content(&seen[0]);
-    let context = context_part(user);
-    assert!(context.contains(&format!("system: {SYSTEM}")), "{user}");
-    assert!(context.contains(&format!("user: {TASK}")), "{user}");
-    let transcript = transcript_part(user);
+    let openai = data("agent_openai.json");
+    let user = only_request(&["--keep-recent", "3"], &openai);
+    let (system, task) = (format!("system: {SYSTEM}"), format!("user: {TASK}"));
+    assert_holds(context_part(&user), &[&system, &task], &user);
+    let transcript = transcript_part(&user);
     assert!(!transcript.contains(TASK), "{user}");
     assert!(transcript.contains("[called read_file("), "{user}");
 
     // The task in the range (--no-keep-task): in the transcript, where it is summarized.
-    let server = Server::start(vec![ok("S")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--no-keep-task"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let seen = server.seen();
-    let user = user_content(&seen[0]);
-    let context = context_part(user);
-    assert!(context.contains(&format!("system: {SYSTEM}")), "{user}");
+    let user = only_request(&["--keep-recent", "3", "--no-keep-task"], &openai);
+    let context = context_part(&user);
+    assert!(context.contains(&system), "{user}");
     assert!(!context.contains(TASK), "{user}");
     assert!(
-        transcript_part(user).starts_with(&format!("user: {TASK}\n")),
+        transcript_part(&user).starts_with(&format!("{task}\n")),
         "{user}"
     );
 
     // Anthropic: the body's system prompt and the pinned task.
-    let server = Server::start(vec![ok("S")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_anthropic.json"),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let seen = server.seen();
-    let user = user_content(&seen[0]);
-    let context = context_part(user);
-    assert!(
-        context.contains("system: You are a research agent."),
-        "{user}"
-    );
-    assert!(
-        context.contains("user: Summarise the three newest reports in the archive."),
-        "{user}"
-    );
-    let transcript = transcript_part(user);
-    assert!(transcript.contains("[called fetch_report("), "{user}");
+    let user = only_request(&["--keep-recent", "3"], &data("agent_anthropic.json"));
+    let context = [
+        "system: You are a research agent.",
+        "user: Summarise the three newest reports in the archive.",
+    ];
+    assert_holds(context_part(&user), &context, &user);
     // A result flagged as an error says so; thinking and signatures are never sent.
-    assert!(
-        transcript.contains("[tool result] [error] Error: report 2 is locked."),
-        "{user}"
-    );
+    let transcript = [
+        "[called fetch_report(",
+        "[tool result] [error] Error: report 2 is locked.",
+    ];
+    assert_holds(transcript_part(&user), &transcript, &user);
     for secret in ["I need report", "c2lnbmF0dXJl", "signature"] {
         assert!(!user.contains(secret), "{secret} sent: {user}");
     }
@@ -460,28 +425,16 @@ fn the_pinned_system_prompt_and_task_go_as_context_not_to_summarize() {
 #[test]
 fn the_prompt_asks_for_each_section() {
     let server = Server::start(vec![ok("S"), ok("S"), ok("S")]);
-    let input = data("agent_openai.json");
-    let run = summarize(&server.base(), &["--keep-recent", "3"], &[], &input);
+    let run = agent(&server.base(), &[], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let extra = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--instructions", "EXTRA-RULE"],
-        &[],
-        &input,
-    );
+    let extra = agent(&server.base(), &["--instructions", "EXTRA-RULE"], &[]);
     assert_eq!(extra.code, 0, "stderr: {}", extra.stderr);
     let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("summarize-llm-prompt.txt");
     std::fs::write(&file, "MY-OWN-PROMPT").unwrap();
-    let own = summarize(
+    let own = agent(
         &server.base(),
-        &[
-            "--keep-recent",
-            "3",
-            "--prompt-file",
-            file.to_str().unwrap(),
-        ],
+        &["--prompt-file", file.to_str().unwrap()],
         &[],
-        &input,
     );
     assert_eq!(own.code, 0, "stderr: {}", own.stderr);
     let seen = server.seen();
@@ -560,11 +513,8 @@ fn long_tool_outputs_are_shortened_keeping_status_and_error_lines() {
         (openai.to_string(), "failed (exit code 2)"),
         (anthropic.to_string(), "failed (exit code 2)"),
     ] {
-        let server = Server::start(vec![ok("S")]);
-        let run = summarize(&server.base(), &["--keep-recent", "1"], &[], &doc);
-        assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-        let seen = server.seen();
-        let transcript = transcript_part(user_content(&seen[0]));
+        let user = only_request(&["--keep-recent", "1"], &doc);
+        let transcript = transcript_part(&user);
         // Shortened: a few hundred tokens, not thousands.
         assert!(
             transcript.len() < 3000,
@@ -593,36 +543,10 @@ fn long_tool_outputs_are_shortened_keeping_status_and_error_lines() {
 
 #[test]
 fn a_chunked_update_passes_the_previous_summary_to_the_combining_request() {
-    let words = |seed: usize| -> String {
-        (0..1500)
-            .map(|i| ["alpha", "beta", "gamma", "delta", "omega"][(i + seed) % 5])
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let mut msgs = vec![
-        json!({"role": "system", "content": "You are a helpful assistant."}),
-        json!({"role": "user", "content": "Write a long essay, part by part."}),
-        json!({"role": "system", "content": format!("{}\nPREVIOUS-SUMMARY-TEXT", header(5))}),
-    ];
-    for k in 0..10 {
-        msgs.push(json!({"role": "assistant", "content": words(k)}));
-        msgs.push(json!({"role": "user", "content": words(k + 1)}));
-    }
-    msgs.push(json!({"role": "assistant", "content": "Done."}));
-    msgs.push(json!({"role": "user", "content": "Thanks."}));
-    msgs.push(json!({"role": "assistant", "content": "You are welcome."}));
-    let input = Value::Array(msgs).to_string();
+    let summary = format!("{}\nPREVIOUS-SUMMARY-TEXT", header(5));
+    let input = long_essay(Some(&summary));
 
-    let script = (0..20).map(|k| ok(&format!("PARTIAL-{k}"))).collect();
-    let server = Server::start(script);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--summary-model", "gpt-4"],
-        &[],
-        &input,
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let seen = server.seen();
+    let (run, seen) = chunked(&input);
     assert!(seen.len() >= 3, "{} requests", seen.len());
     let parts = seen.len() - 1;
     for req in &seen {
@@ -644,76 +568,56 @@ fn a_chunked_update_passes_the_previous_summary_to_the_combining_request() {
         assert!(last.contains(&format!("PARTIAL-{k}")), "{last}");
     }
     let out = run.json();
-    let summaries: Vec<&str> = out
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["content"].as_str())
-        .filter(|t| t.starts_with("[ctx summary of "))
-        .collect();
     assert_eq!(
-        summaries,
+        summaries(out.as_array().unwrap()),
         vec![format!("{}\nPARTIAL-{parts}", header(5 + 20)).as_str()]
     );
 }
 
-#[test]
-fn rate_limit_then_success() {
-    let limited = Reply::Send(
-        429,
-        vec![("Retry-After", "0")],
-        r#"{"error":{"message":"slow down"}}"#.into(),
-    );
-    let server = Server::start(vec![limited, ok("after the wait")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
+/// A first attempt answered with `first` is retried, and the second reply is the summary.
+fn recovers_after(first: Reply, summary: &str) {
+    let server = Server::start(vec![first, ok(summary)]);
+    let run = agent(&server.base(), &[], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert_eq!(server.seen().len(), 2);
-    assert!(run.stdout.contains("after the wait"));
+    assert!(run.stdout.contains(summary));
+}
+
+/// A server that answers from `script` fails the document with exit 4; the run and the
+/// requests the server saw.
+fn fails_with(script: Vec<Reply>) -> (Run, Vec<Seen>) {
+    let server = Server::start(script);
+    let run = agent(&server.base(), &[], &[]);
+    assert_failed(&run);
+    (run, server.seen())
+}
+
+#[test]
+fn rate_limit_then_success() {
+    let limited = rate_limited("0");
+    recovers_after(limited, "after the wait");
 }
 
 #[test]
 fn server_error_then_success() {
-    let server = Server::start(vec![fail500("oops"), ok("second time")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    assert_eq!(server.seen().len(), 2);
-    assert!(run.stdout.contains("second time"));
+    recovers_after(fail500("oops"), "second time");
+}
+
+#[test]
+fn closed_connection_then_success() {
+    recovers_after(Reply::Close, "reconnected");
 }
 
 #[test]
 fn server_error_twice_fails_with_exit_4() {
-    let server = Server::start(vec![fail500("boom"), fail500("boom"), ok("never")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_failed(&run);
-    assert_eq!(server.seen().len(), 2);
+    let (_, seen) = fails_with(vec![fail500("boom"), fail500("boom"), ok("never")]);
+    assert_eq!(seen.len(), 2);
 }
 
 #[test]
 fn hang_past_the_timeout_fails_with_exit_4() {
-    let server = Server::start(vec![Reply::Hang(3000), Reply::Hang(3000)]);
     let started = Instant::now();
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_failed(&run);
+    fails_with(vec![Reply::Hang(3000), Reply::Hang(3000)]);
     assert!(
         started.elapsed() < Duration::from_millis(2900),
         "{:?}",
@@ -723,42 +627,26 @@ fn hang_past_the_timeout_fails_with_exit_4() {
 
 #[test]
 fn malformed_json_fails_with_exit_4() {
-    let server = Server::start(vec![
-        Reply::Send(200, vec![], "not json at all".into()),
-        Reply::Send(200, vec![], "not json at all".into()),
-    ]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_failed(&run);
+    let bad = || Reply::Send(200, vec![], "not json at all".into());
+    fails_with(vec![bad(), bad()]);
 }
 
 #[test]
 fn empty_choices_fails_with_exit_4() {
     let none = || Reply::Send(200, vec![], r#"{"choices":[]}"#.into());
-    let server = Server::start(vec![none(), none()]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_failed(&run);
+    let (run, _) = fails_with(vec![none(), none()]);
     assert!(!run.stdout.contains("ctx summary"));
+}
+
+#[test]
+fn empty_content_is_a_failure_not_a_summary() {
+    fails_with(vec![ok("  "), ok("  ")]);
 }
 
 #[test]
 fn connection_refused_fails_with_exit_4() {
     let base = format!("http://127.0.0.1:{}/v1", closed_port());
-    let run = summarize(
-        &base,
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&base, &[], &[]);
     assert_failed(&run);
 }
 
@@ -766,14 +654,9 @@ fn connection_refused_fails_with_exit_4() {
 fn the_key_never_appears_in_stderr() {
     let echo = || fail500(r#"{"error":{"message":"got {auth}"}}"#);
     let server = Server::start(vec![echo(), echo()]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--report", "-"],
-        &[("CTX_API_KEY", KEY)],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&server.base(), &["--report", "-"], &[("CTX_API_KEY", KEY)]);
     assert_eq!(run.code, 4, "stderr: {}", run.stderr);
-    assert!(run.stderr.contains("summarizer failed"), "{}", run.stderr);
+    run.assert_stderr_has("summarizer failed");
     assert!(!run.stderr.contains(KEY), "{}", run.stderr);
     assert!(!run.stdout.contains(KEY), "{}", run.stdout);
     // The echo really carried the key, so the scrubbing was tested.
@@ -782,6 +665,35 @@ fn the_key_never_appears_in_stderr() {
         server.seen()[0].header("authorization"),
         Some(bearer.as_str())
     );
+}
+
+/// `ctx fit --budget BUDGET --summarize=llm` of tests/data/fit_agent.json against `base`, with a
+/// short timeout and no retry, plus `extra`.
+fn fit_llm(base: &str, budget: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "fit",
+        "--budget",
+        budget,
+        "--summarize=llm",
+        "--base-url",
+        base,
+        "--timeout",
+        "0.5",
+        "--retries",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    ctx(&args, &[], &data("fit_agent.json"))
+}
+
+/// The summarize stage of fit's report.
+fn summarize_stage(report: &Value) -> &Value {
+    report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == "summarize")
+        .unwrap()
 }
 
 /// The report line (JSON) among the stderr lines.
@@ -793,24 +705,27 @@ fn report(stderr: &str) -> Value {
         .unwrap_or_else(|| panic!("no report in {stderr}"))
 }
 
-#[test]
-fn on_error_truncate_drops_the_range() {
+/// `summarize --keep-recent 3 --on-error FALLBACK --report -` of the OpenAI agent against a
+/// server that fails every attempt: the run, which succeeded, and the input.
+fn on_error(fallback: &str) -> (Run, Value) {
     let server = Server::start(vec![fail500("boom"), fail500("boom")]);
     let input = openai();
-    let run = summarize(
-        &server.base(),
-        &[
-            "--keep-recent",
-            "3",
-            "--on-error",
-            "truncate",
-            "--report",
-            "-",
-        ],
-        &[],
-        &input.to_string(),
-    );
+    let args = [
+        "--keep-recent",
+        "3",
+        "--on-error",
+        fallback,
+        "--report",
+        "-",
+    ];
+    let run = summarize(&server.base(), &args, &[], &input.to_string());
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    (run, input)
+}
+
+#[test]
+fn on_error_truncate_drops_the_range() {
+    let (run, input) = on_error("truncate");
     let out = run.json();
     let msgs = out.as_array().unwrap();
     let inp = input.as_array().unwrap();
@@ -823,35 +738,15 @@ fn on_error_truncate_drops_the_range() {
     assert!(!rep["error"].as_str().unwrap_or("").is_empty(), "{rep}");
 
     let check = ctx(&["check"], &[], &run.stdout);
-    let findings: Value = serde_json::from_str(&check.stdout).unwrap();
-    let errors: Vec<&Value> = findings
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["severity"] == "error")
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    let findings: Vec<Value> = serde_json::from_str(&check.stdout).unwrap();
+    let errors = findings.iter().filter(|f| f["severity"] == "error");
+    assert_eq!(errors.count(), 0, "{findings:?}");
     assert_eq!(check.code, 0);
 }
 
 #[test]
 fn on_error_passthrough_leaves_the_document() {
-    let server = Server::start(vec![fail500("boom"), fail500("boom")]);
-    let input = openai();
-    let run = summarize(
-        &server.base(),
-        &[
-            "--keep-recent",
-            "3",
-            "--on-error",
-            "passthrough",
-            "--report",
-            "-",
-        ],
-        &[],
-        &input.to_string(),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let (run, input) = on_error("passthrough");
     assert_eq!(run.json(), input);
     assert_eq!(report(&run.stderr)["fallback"], "passthrough");
 }
@@ -859,12 +754,7 @@ fn on_error_passthrough_leaves_the_document() {
 #[test]
 fn dry_run_makes_no_request() {
     let server = Server::start(vec![ok("never")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--dry-run"],
-        &[("CTX_API_KEY", KEY)],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&server.base(), &["--dry-run"], &[("CTX_API_KEY", KEY)]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let rep = run.json();
     assert!(rep.is_object(), "{rep}");
@@ -872,32 +762,6 @@ fn dry_run_makes_no_request() {
     assert_eq!(rep["range"], json!([2, 3, 4, 5, 6, 7, 8, 9]));
     thread::sleep(Duration::from_millis(100));
     assert!(server.seen().is_empty());
-}
-
-#[test]
-fn closed_connection_then_success() {
-    let server = Server::start(vec![Reply::Close, ok("reconnected")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    assert_eq!(server.seen().len(), 2);
-    assert!(run.stdout.contains("reconnected"));
-}
-
-#[test]
-fn empty_content_is_a_failure_not_a_summary() {
-    let server = Server::start(vec![ok("  "), ok("  ")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
-    assert_failed(&run);
 }
 
 /// A reply of about `tokens` tokens, with a first and a last line a clip keeps.
@@ -925,18 +789,10 @@ fn a_long_reply_is_clipped_to_what_it_replaces() {
     let reply = long_reply(100_000);
     let server = Server::start(vec![ok(&reply)]);
     let input = data("agent_openai.json");
-    let run = summarize(
+    let run = agent(
         &server.base(),
-        &[
-            "--keep-recent",
-            "3",
-            "--max-summary-tokens",
-            "100000",
-            "--report",
-            "-",
-        ],
+        &["--max-summary-tokens", "100000", "--report", "-"],
         &[],
-        &input,
     );
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let rep = report(&run.stderr);
@@ -964,12 +820,7 @@ fn a_long_reply_is_clipped_to_what_it_replaces() {
 
     // --max-summary-tokens bounds the text too.
     let server = Server::start(vec![ok(&reply)]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--max-summary-tokens", "60"],
-        &[],
-        &input,
-    );
+    let run = agent(&server.base(), &["--max-summary-tokens", "60"], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert_eq!(server.seen()[0].body["max_tokens"], 60);
     let summary = run.json()[2]["content"].as_str().unwrap().to_string();
@@ -997,23 +848,7 @@ fn fit_with_a_long_llm_reply_succeeds_where_plain_fit_does() {
         let plain = ctx(&["fit", "--budget", budget, "-c"], &[], &input);
         assert_eq!(plain.code, 0, "plain fit at {budget}: {}", plain.stderr);
         let server = Server::start(vec![ok(&long_reply(3000))]);
-        let base = server.base();
-        let args = [
-            "fit",
-            "--budget",
-            budget,
-            "--summarize=llm",
-            "--base-url",
-            &base,
-            "--timeout",
-            "0.5",
-            "--retries",
-            "0",
-            "-c",
-            "--report",
-            "-",
-        ];
-        let run = ctx(&args, &[], &input);
+        let run = fit_llm(&server.base(), budget, &["-c", "--report", "-"]);
         assert_eq!(
             run.code, 0,
             "fit --summarize=llm at {budget}: {}",
@@ -1021,13 +856,7 @@ fn fit_with_a_long_llm_reply_succeeds_where_plain_fit_does() {
         );
         assert!(count_tokens(&run.stdout) <= budget.parse().unwrap());
         let rep = report(&run.stderr);
-        let stage = rep["stages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["stage"] == "summarize")
-            .unwrap()
-            .clone();
+        let stage = summarize_stage(&rep);
         if stage.get("skipped").is_some() {
             assert_eq!(stage["summarized"], json!([]), "{stage}");
             assert_ne!(rep["stopped_at"], "summarize", "{rep}");
@@ -1051,7 +880,7 @@ mod invariants {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(cases(16))]
 
         /// With the llm engine against the test server, summarize keeps SPEC §2's invariants.
         #[test]
@@ -1086,27 +915,10 @@ mod invariants {
 /// when the prune stages are not enough, and failing with exit 4 when the endpoint does.
 #[test]
 fn fit_summarize_stage_calls_the_endpoint() {
-    let input = data("fit_agent.json");
     let server = Server::start(vec![ok(
         "Spaces were rejected as units; the fix skips them.",
     )]);
-    let base = server.base();
-    let args = [
-        "fit",
-        "--budget",
-        "400",
-        "--summarize=llm",
-        "--base-url",
-        &base,
-        "--timeout",
-        "0.5",
-        "--retries",
-        "0",
-        "-c",
-        "--report",
-        "-",
-    ];
-    let run = ctx(&args, &[], &input);
+    let run = fit_llm(&server.base(), "400", &["-c", "--report", "-"]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert_eq!(server.seen().len(), 1, "one summarizer call");
     let out = run.json();
@@ -1120,36 +932,9 @@ fn fit_summarize_stage_calls_the_endpoint() {
     assert_eq!(report["stages"][3]["engine"], "llm");
 
     let down = format!("http://127.0.0.1:{}/v1", closed_port());
-    let args = [
-        "fit",
-        "--budget",
-        "400",
-        "--summarize=llm",
-        "--base-url",
-        &down,
-        "--timeout",
-        "0.5",
-        "--retries",
-        "0",
-    ];
-    assert_failed(&ctx(&args, &[], &input));
+    assert_failed(&fit_llm(&down, "400", &[]));
     // With --on-error truncate the stage drops the range and the pipeline goes on.
-    let args = [
-        "fit",
-        "--budget",
-        "400",
-        "--summarize=llm",
-        "--base-url",
-        &down,
-        "--timeout",
-        "0.5",
-        "--retries",
-        "0",
-        "--on-error",
-        "truncate",
-        "-q",
-    ];
-    let run = ctx(&args, &[], &input);
+    let run = fit_llm(&down, "400", &["--on-error", "truncate", "-q"]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
 }
 
@@ -1214,15 +999,10 @@ fn openai_api_key_goes_only_to_openai_base_url() {
 fn a_refusal_for_want_of_a_withheld_key_says_why() {
     let refuse = || Reply::Send(401, vec![], r#"{"error":{"message":"no key"}}"#.into());
     let server = Server::start(vec![refuse()]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[("OPENAI_API_KEY", KEY)],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&server.base(), &[], &[("OPENAI_API_KEY", KEY)]);
     assert_failed(&run);
-    assert!(run.stderr.contains("HTTP 401"), "{}", run.stderr);
-    assert!(run.stderr.contains("set CTX_API_KEY"), "{}", run.stderr);
+    run.assert_stderr_has("HTTP 401");
+    run.assert_stderr_has("set CTX_API_KEY");
     assert!(!run.stderr.contains(KEY), "{}", run.stderr);
 }
 
@@ -1230,15 +1010,10 @@ fn a_refusal_for_want_of_a_withheld_key_says_why() {
 fn base_url_query_string_stays_a_query_string() {
     let server = Server::start(vec![ok("azure summary")]);
     let base = format!(
-        "http://127.0.0.1:{}/openai/deployments/d?api-version=2024-06-01",
-        server.port
+        "{}/openai/deployments/d?api-version=2024-06-01",
+        server.root()
     );
-    let run = summarize(
-        &base,
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&base, &[], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert_eq!(
         server.seen()[0].path,
@@ -1263,19 +1038,7 @@ fn credentials_in_the_base_url_are_never_printed() {
     };
     // A failure reported in the error and, with --on-error, in the report.
     let base = with_secrets(server.port);
-    let run = summarize(
-        &base,
-        &[
-            "--keep-recent",
-            "3",
-            "--on-error",
-            "truncate",
-            "--report",
-            "-",
-        ],
-        &[],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&base, &["--on-error", "truncate", "--report", "-"], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let rep = report(&run.stderr);
     let error = rep["error"].as_str().unwrap();
@@ -1293,21 +1056,11 @@ fn credentials_in_the_base_url_are_never_printed() {
     );
     assert!(seen[0].path.ends_with(&format!("api-key={QUERY_KEY}")));
     // Connection refused, exit 4.
-    let run = summarize(
-        &with_secrets(closed_port()),
-        &["--keep-recent", "3"],
-        &[],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&with_secrets(closed_port()), &[], &[]);
     assert_failed(&run);
     assert_clean(&run);
     // --dry-run.
-    let run = summarize(
-        &base,
-        &["--keep-recent", "3", "--dry-run"],
-        &[],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&base, &["--dry-run"], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert_clean(&run);
     // A URL ctx cannot use is a usage error that does not repeat it.
@@ -1316,26 +1069,23 @@ fn credentials_in_the_base_url_are_never_printed() {
         format!("ftp://alice:{PASSWORD}@127.0.0.1/v1"),
         format!("http://alice:{PASSWORD}@127.0.0.1:port/v1?api-key={QUERY_KEY}"),
     ] {
-        let run = summarize(&bad, &[], &[], &data("agent_openai.json"));
-        assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
-        assert!(
-            run.stderr.starts_with("ctx: --base-url: "),
-            "{}",
-            run.stderr
+        // A usage error naming where the URL came from.
+        let refused = |run: Run, place: &str| {
+            assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
+            let start = format!("ctx: {place}: ");
+            assert!(run.stderr.starts_with(&start), "{}", run.stderr);
+            assert_clean(&run);
+        };
+        refused(
+            summarize(&bad, &[], &[], &data("agent_openai.json")),
+            "--base-url",
         );
-        assert_clean(&run);
-        let run = ctx(
-            &["summarize", "--engine", "llm", "--force"],
-            &[("CTX_BASE_URL", &bad)],
-            &data("agent_openai.json"),
+        let llm = ["summarize", "--engine", "llm", "--force"];
+        let from_env = [("CTX_BASE_URL", bad.as_str())];
+        refused(
+            ctx(&llm, &from_env, &data("agent_openai.json")),
+            "CTX_BASE_URL",
         );
-        assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
-        assert!(
-            run.stderr.starts_with("ctx: CTX_BASE_URL: "),
-            "{}",
-            run.stderr
-        );
-        assert_clean(&run);
     }
     // Credentials in the URL and a key would both be the Authorization header.
     let run = summarize(
@@ -1345,7 +1095,7 @@ fn credentials_in_the_base_url_are_never_printed() {
         &data("agent_openai.json"),
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("use one"), "{}", run.stderr);
+    run.assert_stderr_has("use one");
     assert_clean(&run);
     assert!(!run.stderr.contains(KEY));
 }
@@ -1354,22 +1104,11 @@ fn credentials_in_the_base_url_are_never_printed() {
 fn redirects_to_another_server_are_not_followed() {
     let other = Server::start(vec![ok("stolen"), ok("stolen")]);
     let target = format!("http://127.0.0.1:{}/v1/chat/completions", other.port);
-    let target: &'static str = Box::leak(target.into_boxed_str());
-    let redirect = || Reply::Send(307, vec![("Location", target)], String::new());
-    let server = Server::start(vec![redirect(), redirect()]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3"],
-        &[("CTX_API_KEY", KEY)],
-        &data("agent_openai.json"),
-    );
+    let server = Server::start(vec![redirect(307, &target), redirect(307, &target)]);
+    let run = agent(&server.base(), &[], &[("CTX_API_KEY", KEY)]);
     assert_failed(&run);
-    assert!(run.stderr.contains("HTTP 307"), "{}", run.stderr);
-    assert!(
-        run.stderr.contains("does not follow redirects"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("HTTP 307");
+    run.assert_stderr_has("does not follow redirects");
     thread::sleep(Duration::from_millis(100));
     assert!(other.seen().is_empty(), "the other server received nothing");
     assert_eq!(server.seen().len(), 1);
@@ -1385,12 +1124,7 @@ fn cut_short(text: &str) -> Reply {
 #[test]
 fn a_summary_cut_short_by_the_server_is_reported() {
     let server = Server::start(vec![cut_short("The agent read src/parser.rs and")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--report", "-"],
-        &[],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&server.base(), &["--report", "-"], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert_eq!(
         report(&run.stderr)["summary_truncated"],
@@ -1406,44 +1140,18 @@ fn a_summary_cut_short_by_the_server_is_reported() {
     );
     // A whole reply says nothing of the kind.
     let server = Server::start(vec![ok("The agent read src/parser.rs.")]);
-    let run = summarize(
-        &server.base(),
-        &["--keep-recent", "3", "--report", "-"],
-        &[],
-        &data("agent_openai.json"),
-    );
+    let run = agent(&server.base(), &["--report", "-"], &[]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert!(report(&run.stderr).get("summary_truncated").is_none());
     assert!(!run.stderr.contains("cut short"), "{}", run.stderr);
     // fit's summarize stage records it too.
     let server = Server::start(vec![cut_short("Spaces were rejected as")]);
-    let base = server.base();
-    let args = [
-        "fit",
-        "--budget",
-        "400",
-        "--summarize=llm",
-        "--base-url",
-        &base,
-        "--timeout",
-        "0.5",
-        "--retries",
-        "0",
-        "-c",
-        "--report",
-        "-",
-    ];
-    let run = ctx(&args, &[], &data("fit_agent.json"));
+    let run = fit_llm(&server.base(), "400", &["-c", "--report", "-"]);
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let rep = report(&run.stderr);
-    let stage = rep["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stage"] == "summarize")
-        .unwrap();
+    let stage = summarize_stage(&rep);
     assert_eq!(stage["summary_truncated"], true, "{rep}");
-    assert!(run.stderr.contains("cut short"), "{}", run.stderr);
+    run.assert_stderr_has("cut short");
 }
 
 #[test]
@@ -1455,7 +1163,7 @@ fn timeouts_and_retries_out_of_range_are_usage_errors() {
         for command in [["summarize", "--engine=llm"], ["fit", "--summarize=llm"]] {
             let run = ctx(&[command[0], command[1], "--timeout", bad], &[], &input);
             assert_eq!(run.code, 2, "{command:?} --timeout {bad}: {}", run.stderr);
-            assert!(run.stderr.contains("--timeout"), "{}", run.stderr);
+            run.assert_stderr_has("--timeout");
             assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
         }
     }
@@ -1468,7 +1176,7 @@ fn timeouts_and_retries_out_of_range_are_usage_errors() {
     for bad in ["101", "4294967295", "99999999999999999999", "-1"] {
         let run = ctx(&["summarize", "--retries", bad], &[], &input);
         assert_eq!(run.code, 2, "--retries {bad}: {}", run.stderr);
-        assert!(run.stderr.contains("--retries"), "{}", run.stderr);
+        run.assert_stderr_has("--retries");
     }
     // The largest allowed values work.
     let server = Server::start(vec![ok("S")]);
@@ -1495,16 +1203,10 @@ fn timeouts_and_retries_out_of_range_are_usage_errors() {
 #[test]
 fn a_huge_max_summary_tokens_does_not_overflow_the_request() {
     let server = Server::start(vec![ok("S")]);
-    let run = summarize(
+    let run = agent(
         &server.base(),
-        &[
-            "--keep-recent",
-            "3",
-            "--max-summary-tokens",
-            "18446744073709551615",
-        ],
+        &["--max-summary-tokens", "18446744073709551615"],
         &[],
-        &data("agent_openai.json"),
     );
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     assert_ne!(run.code, 101, "{}", run.stderr);

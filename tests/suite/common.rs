@@ -1,11 +1,10 @@
 //! Shared helpers for the invariant tests: conversation generators (both dialects) and the
 //! SPEC §2 invariant checks, used by every transforming command's tests.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 use ctx::cmd::check::{Severity, check};
-use ctx::counter::Counter;
+use ctx::counter::{Counter, DocumentCount};
 use ctx::document::{Dialect, Document};
 use ctx::settings::{ModelArgs, Settings};
 use proptest::prelude::*;
@@ -86,6 +85,17 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::SpoofUser),
         1 => Just(Step::SpoofResult),
     ]
+}
+
+/// An agent's steps: a task of 30 words, then `exchanges` tool exchanges of one call each (ids
+/// cycling through four), the result of the i-th holding `size(i)` words.
+pub fn agent_steps(exchanges: usize, size: impl Fn(usize) -> usize) -> Vec<Step> {
+    std::iter::once(Step::User(30))
+        .chain((0..exchanges).map(|i| Step::Exchange {
+            calls: vec![((i % 4) as u8, size(i))],
+            error: false,
+        }))
+        .collect()
 }
 
 /// Builds messages in `dialect` from steps. The task (a user message starting `task: `) comes
@@ -227,6 +237,16 @@ pub fn document() -> impl Strategy<Value = (Value, Dialect)> {
         })
 }
 
+/// A property's settings: `n` cases, and no regression file (a failure prints its input, which
+/// becomes a test of its own).
+pub fn cases(n: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases: n,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
 pub fn parse(v: Value, dialect: Dialect) -> Document {
     Document::parse(v, Some(dialect)).expect("generated documents parse")
 }
@@ -237,7 +257,18 @@ pub fn settings_for(doc: &Document) -> Settings {
 
 /// The settings `doc` is counted with, with `encoding` instead of the model's when given.
 pub fn settings_with(doc: &Document, encoding: Option<ctx::tokenizer::Encoding>) -> Settings {
+    settings_of(doc, None, encoding)
+}
+
+/// The settings `doc` is counted with: those of `model` (else of the body's model), with
+/// `encoding` instead of the model's when given, and images of unknown size at 1024x1024.
+pub fn settings_of(
+    doc: &Document,
+    model: Option<&str>,
+    encoding: Option<ctx::tokenizer::Encoding>,
+) -> Settings {
     let args = ModelArgs {
+        model: model.map(str::to_string),
         encoding,
         image_size: (1024, 1024),
         ..Default::default()
@@ -252,12 +283,80 @@ pub fn settings_with(doc: &Document, encoding: Option<ctx::tokenizer::Encoding>)
     )
 }
 
+/// `value`'s count as `model` (else the body's model) sees it.
+pub fn count_as(value: Value, model: Option<&str>) -> DocumentCount {
+    let doc = Document::parse(value, None).unwrap();
+    let settings = settings_of(&doc, model, None);
+    Counter::new(&settings, doc.dialect).document(&doc).unwrap()
+}
+
+/// Runs `op` with `doc`'s counter and its count.
+pub fn with_counter<T>(doc: &Document, op: impl FnOnce(&Counter, DocumentCount) -> T) -> T {
+    let s = settings_for(doc);
+    let counter = Counter::new(&s, doc.dialect);
+    let count = counter.document(doc).unwrap();
+    op(&counter, count)
+}
+
 pub fn tokens(doc: &Document) -> usize {
     let s = settings_for(doc);
     Counter::new(&s, doc.dialect)
         .document(doc)
         .expect("counts")
         .total()
+}
+
+/// What a transforming command reports as the tokens after is the output's real count.
+pub fn assert_reported(tokens_after: usize, output: &Document) -> Result<(), TestCaseError> {
+    prop_assert_eq!(
+        tokens_after,
+        tokens(output),
+        "reported tokens are the real count"
+    );
+    Ok(())
+}
+
+/// A transforming command fails only with its report that the document cannot fit (exit 3).
+pub fn assert_cannot_fit(e: &anyhow::Error) -> Result<(), TestCaseError> {
+    prop_assert!(
+        e.downcast_ref::<ctx::cmd::CannotFit>().is_some(),
+        "unexpected error {e:#}"
+    );
+    Ok(())
+}
+
+/// The ids of a message: its role, its `tool_call_id`, the ids of its calls and of its blocks
+/// (`id`, `tool_use_id`). A message that an operation rewrote (shortened, cleared, clipped)
+/// keeps them; only contents change.
+pub fn same_ids(a: &Value, b: &Value) -> bool {
+    let ids = |m: &Value| -> Vec<Value> {
+        let mut v = vec![
+            m.get("role").cloned().unwrap_or(Value::Null),
+            m.get("tool_call_id").cloned().unwrap_or(Value::Null),
+        ];
+        for c in m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            v.push(c.get("id").cloned().unwrap_or(Value::Null));
+        }
+        for b in m
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for k in ["id", "tool_use_id"] {
+                if let Some(x) = b.get(k) {
+                    v.push(x.clone());
+                }
+            }
+        }
+        v
+    };
+    ids(a) == ids(b)
 }
 
 pub fn error_count(doc: &Document) -> usize {
@@ -418,7 +517,40 @@ pub fn corpus_files() -> Vec<PathBuf> {
         }
     }
     out.sort();
+    assert!(
+        out.len() >= 30,
+        "the corpus of real conversations is in tests/corpus"
+    );
     out
+}
+
+/// The runs of a sweep that fitted and those refused (exit 3).
+#[derive(Default)]
+pub struct Tally {
+    pub fitted: usize,
+    pub refused: usize,
+}
+
+impl Tally {
+    /// Counts a run whose checks gave `checked` (whether it fitted); a failed check fails the
+    /// test, naming the run with `what`.
+    pub fn add(&mut self, checked: Result<bool, TestCaseError>, what: impl FnOnce() -> String) {
+        match checked {
+            Ok(true) => self.fitted += 1,
+            Ok(false) => self.refused += 1,
+            Err(e) => panic!("{}: {e}", what()),
+        }
+    }
+}
+
+/// Every file of the corpus: its path, its JSON, and the document ctx reads in it.
+pub fn corpus() -> impl Iterator<Item = (PathBuf, Value, Document)> {
+    corpus_files().into_iter().map(|path| {
+        let value = read_json(&path);
+        let doc = Document::parse(value.clone(), None)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+        (path, value, doc)
+    })
 }
 
 pub fn read_json(p: &Path) -> Value {

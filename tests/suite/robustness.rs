@@ -7,7 +7,7 @@
 //! or very deep values. The property tests at the end feed arbitrary JSON to the library
 //! directly, which is much faster than spawning.
 
-mod isolated;
+use crate::isolated;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -76,15 +76,14 @@ fn wait(child: &mut Child, what: &str) -> Option<i32> {
     }
 }
 
-/// Runs `ctx ARGS` with `input` on stdin.
-fn ctx(args: &[&str], input: impl Into<Vec<u8>>) -> Run {
-    let what = format!("ctx {}", args.join(" "));
-    let mut child = command(args).spawn().expect("spawn ctx");
-    let writer = feed(&mut child, input.into());
+/// Reads what `child` writes while `writer` feeds it, and waits for it (see [`wait`]).
+fn collect(mut child: Child, writer: Option<thread::JoinHandle<()>>, what: String) -> Run {
     let out = drain(child.stdout.take());
     let err = drain(child.stderr.take());
     let code = wait(&mut child, &what);
-    writer.join().expect("stdin writer");
+    if let Some(w) = writer {
+        w.join().expect("stdin writer");
+    }
     let stdout = out.join().expect("stdout reader");
     let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
     Run {
@@ -93,6 +92,14 @@ fn ctx(args: &[&str], input: impl Into<Vec<u8>>) -> Run {
         stderr,
         what,
     }
+}
+
+/// Runs `ctx ARGS` with `input` on stdin.
+fn ctx(args: &[&str], input: impl Into<Vec<u8>>) -> Run {
+    let what = format!("ctx {}", args.join(" "));
+    let mut child = command(args).spawn().expect("spawn ctx");
+    let writer = feed(&mut child, input.into());
+    collect(child, Some(writer), what)
 }
 
 impl Run {
@@ -127,6 +134,13 @@ impl Run {
 
     fn code(&self) -> i32 {
         self.code.expect("exited normally")
+    }
+
+    /// The one error line of the run (fails unless there is exactly one).
+    fn one_error(&self) -> &str {
+        let errors = self.errors();
+        assert_eq!(errors.len(), 1, "{}", self.context());
+        errors[0]
     }
 
     /// Error lines (not warnings).
@@ -1390,18 +1404,7 @@ fn ctx_within(limit: usize, args: &[&str], input: Vec<u8>) -> Run {
         .spawn()
         .expect("spawn sh");
     let writer = feed(&mut child, input);
-    let out = drain(child.stdout.take());
-    let err = drain(child.stderr.take());
-    let code = wait(&mut child, &what);
-    writer.join().expect("stdin writer");
-    let stdout = out.join().expect("stdout reader");
-    let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
-    Run {
-        code,
-        stdout,
-        stderr,
-        what,
-    }
+    collect(child, Some(writer), what)
 }
 
 /// SPEC §6: peak memory at most 3× the document plus 30 MB, for single-message documents of one
@@ -1703,20 +1706,7 @@ fn bounded(args: &[&str], stdin: Stdin) -> Run {
         }
         Stdin::Device(_) => None,
     };
-    let out = drain(child.stdout.take());
-    let err = drain(child.stderr.take());
-    let code = wait(&mut child, &what);
-    if let Some(w) = writer {
-        w.join().expect("stdin writer");
-    }
-    let stdout = out.join().expect("stdout reader");
-    let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
-    Run {
-        code,
-        stdout,
-        stderr,
-        what,
-    }
+    collect(child, writer, what)
 }
 
 /// An input with no document at all is an input error, so that a CI gate never passes on
@@ -1733,10 +1723,9 @@ fn empty_input_is_an_input_error() {
             run.assert_robust();
             assert_eq!(run.code(), 2, "{input:?}\n{}", run.context());
             assert!(run.stdout.is_empty(), "{}", run.context());
-            let errors = run.errors();
-            assert_eq!(errors.len(), 1, "{}", run.context());
+            let error = run.one_error();
             assert!(
-                errors[0].starts_with("ctx: stdin: ") && errors[0].contains("no JSON document"),
+                error.starts_with("ctx: stdin: ") && error.contains("no JSON document"),
                 "{}",
                 run.context()
             );
@@ -1857,11 +1846,10 @@ fn lone_surrogate_escapes_are_named() {
         let run = ctx(&["count"], input);
         run.assert_robust();
         assert_eq!(run.code(), 2, "{}", run.context());
-        let errors = run.errors();
-        assert_eq!(errors.len(), 1, "{}", run.context());
+        let error = run.one_error();
         assert!(
-            errors[0].contains(&format!("lone surrogate escape {escape}"))
-                && errors[0].contains("at line 1 column"),
+            error.contains(&format!("lone surrogate escape {escape}"))
+                && error.contains("at line 1 column"),
             "{}",
             run.context()
         );
@@ -1913,12 +1901,11 @@ fn a_document_over_the_input_limit_is_an_input_error() {
     run.assert_robust();
     assert_eq!(run.code(), 2, "{}", run.context());
     assert_eq!(run.docs().len(), 1, "{}", run.context());
-    let errors = run.errors();
-    assert_eq!(errors.len(), 1, "{}", run.context());
+    let error = run.one_error();
     assert!(
-        errors[0].starts_with("ctx: document 1: ")
-            && errors[0].contains("1 KiB")
-            && errors[0].contains("--max-input-size"),
+        error.starts_with("ctx: document 1: ")
+            && error.contains("1 KiB")
+            && error.contains("--max-input-size"),
         "{}",
         run.context()
     );
@@ -1972,9 +1959,8 @@ fn dev_zero_on_stdin_ends_at_once() {
             run.assert_robust();
             assert_eq!(run.code(), 2, "{}", run.context());
             assert!(run.stdout.is_empty(), "{}", run.context());
-            let errors = run.errors();
-            assert_eq!(errors.len(), 1, "{}", run.context());
-            assert!(errors[0].contains("NUL"), "{}", run.context());
+            let error = run.one_error();
+            assert!(error.contains("NUL"), "{}", run.context());
         }
     }
 }
@@ -1999,9 +1985,8 @@ fn a_document_that_never_ends_stops_at_the_limit() {
             );
             run.assert_robust();
             assert_eq!(run.code(), 2, "{}", run.context());
-            let errors = run.errors();
-            assert_eq!(errors.len(), 1, "{}", run.context());
-            assert!(errors[0].contains("8 MiB"), "{}", run.context());
+            let error = run.one_error();
+            assert!(error.contains("8 MiB"), "{}", run.context());
         }
     }
 }
@@ -2027,12 +2012,11 @@ fn flag_files_are_read_with_a_bound() {
         let run = bounded(args, Stdin::Bytes(doc.clone()));
         run.assert_robust();
         assert_eq!(run.code(), 2, "{}", run.context());
-        let errors = run.errors();
-        assert_eq!(errors.len(), 1, "{}", run.context());
+        let error = run.one_error();
         // Refused for what it is (binary, not text), not after filling the memory.
         assert!(
-            errors[0].starts_with(&format!("ctx: {} /dev/", args[args.len() - 2]))
-                && (errors[0].contains("NUL") || errors[0].contains("UTF-8")),
+            error.starts_with(&format!("ctx: {} /dev/", args[args.len() - 2]))
+                && (error.contains("NUL") || error.contains("UTF-8")),
             "{}",
             run.context()
         );
@@ -2053,11 +2037,10 @@ fn flag_files_are_read_with_a_bound() {
         );
         run.assert_robust();
         assert_eq!(run.code(), 2, "{}", run.context());
-        let errors = run.errors();
-        assert_eq!(errors.len(), 1, "{}", run.context());
+        let error = run.one_error();
         assert!(
-            errors[0].starts_with(&format!("ctx: {flag} /dev/stdin: "))
-                && errors[0].contains("--max-input-size"),
+            error.starts_with(&format!("ctx: {flag} /dev/stdin: "))
+                && error.contains("--max-input-size"),
             "{}",
             run.context()
         );
@@ -2110,13 +2093,8 @@ fn a_syntax_error_stops_reading_its_input() {
         run.assert_robust();
         assert_eq!(run.code(), 2, "{}", run.context());
         assert_eq!(run.docs().len(), 2, "{}", run.context());
-        let errors = run.errors();
-        assert_eq!(errors.len(), 1, "{}", run.context());
-        assert!(
-            errors[0].starts_with("ctx: document 1: "),
-            "{}",
-            run.context()
-        );
+        let error = run.one_error();
+        assert!(error.starts_with("ctx: document 1: "), "{}", run.context());
     }
 }
 
@@ -2190,7 +2168,6 @@ mod library {
     use ctx::cmd::check::check;
     use ctx::counter::Counter;
     use ctx::document::{Dialect, Document};
-    use ctx::settings::{ModelArgs, Settings};
     use proptest::sample::select;
     use proptest::test_runner::Config;
 
@@ -2658,19 +2635,7 @@ mod library {
                 continue;
             };
             let _findings = check(&doc);
-            let mut warnings = Vec::new();
-            let args = ModelArgs {
-                image_size: (1024, 1024),
-                ..Default::default()
-            };
-            let settings = Settings::resolve(
-                &args,
-                doc.body_model(),
-                None,
-                doc.dialect,
-                None,
-                &mut warnings,
-            );
+            let settings = crate::common::settings_for(&doc);
             let _count = Counter::new(&settings, doc.dialect).document(&doc);
         }
     }

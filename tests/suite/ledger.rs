@@ -8,15 +8,14 @@
 //! and compares the summary message's text with `tests/ledger/<name>.txt`. After an intended
 //! change, re-bless them with
 //!
-//!   LEDGER_BLESS=1 cargo test --test ledger
+//!   LEDGER_BLESS=1 cargo test --test suite ledger::
 //!
 //! and read the diff. The update test runs summarize twice, the second time on the first's
 //! output with a smaller `--keep-recent`, and checks that the running ledger keeps what it held.
 
-mod isolated;
+use crate::isolated;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use serde_json::Value;
 
@@ -67,18 +66,7 @@ const CASES: &[(&str, &str, usize, usize)] = &[
 
 /// Runs ctx with `args` on `input`, returns its output document.
 fn run(args: &[&str], input: &[u8]) -> Value {
-    let mut child = isolated::command()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    let out = isolated::output(isolated::command().args(args), input);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -153,7 +141,7 @@ fn golden_ledgers() {
     }
     assert!(
         failed.is_empty(),
-        "ledgers changed (LEDGER_BLESS=1 cargo test --test ledger re-blesses):\n{}",
+        "ledgers changed (LEDGER_BLESS=1 cargo test --test suite ledger:: re-blesses):\n{}",
         failed.join("\n")
     );
 }

@@ -1,29 +1,17 @@
 //! `ctx::llm` against a scripted HTTP/1.1 server on 127.0.0.1 started by each test: no network.
 
-mod scripted;
+use crate::scripted;
 
 use std::thread;
 use std::time::Duration;
 
 use ctx::llm::{BaseUrl, ChatRequest, Endpoint, LlmError, chat};
-use scripted::{Reply, Seen, Server};
+use scripted::{Reply, Seen, Server, ok, rate_limited, redirect};
 use serde_json::json;
 
 /// The server's base URL, written with a trailing slash (ctx trims it).
 fn url(server: &Server) -> BaseUrl {
     BaseUrl::parse(&format!("{}/", server.base())).unwrap()
-}
-
-fn ok_body(text: &str) -> String {
-    json!({
-        "model": "served-model",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-    })
-    .to_string()
-}
-
-fn ok(text: &str) -> Reply {
-    Reply::Send(200, vec![], ok_body(text))
 }
 
 fn endpoint(server: &Server, key: Option<&str>, retries: u32) -> Endpoint {
@@ -49,6 +37,16 @@ fn fail(script: Vec<Reply>, retries: u32) -> (LlmError, Vec<Seen>) {
     let err = chat(&endpoint(&server, None, retries), &request()).unwrap_err();
     assert!(!err.message.contains('\n'), "one line: {err}");
     (err, server.seen())
+}
+
+/// A first attempt answered with `first` is retried (`retries` allowed), and the second reply
+/// is the answer.
+fn recovers_after(first: Reply, retries: u32, text: &str) {
+    let server = Server::start(vec![first, ok(text)]);
+    let reply = chat(&endpoint(&server, None, retries), &request()).unwrap();
+    assert_eq!(reply.text, text);
+    assert_eq!(reply.attempts, 2);
+    assert_eq!(server.seen().len(), 2);
 }
 
 #[test]
@@ -101,16 +99,8 @@ fn finish_reason_length_is_accepted() {
 
 #[test]
 fn rate_limit_with_retry_after_is_retried() {
-    let limited = Reply::Send(
-        429,
-        vec![("Retry-After", "0")],
-        r#"{"error":{"message":"slow down"}}"#.into(),
-    );
-    let server = Server::start(vec![limited, ok("after the wait")]);
-    let reply = chat(&endpoint(&server, None, 2), &request()).unwrap();
-    assert_eq!(reply.text, "after the wait");
-    assert_eq!(reply.attempts, 2);
-    assert_eq!(server.seen().len(), 2);
+    let limited = rate_limited("0");
+    recovers_after(limited, 2, "after the wait");
 }
 
 #[test]
@@ -124,14 +114,7 @@ fn retry_after_is_capped_by_max_backoff() {
 
 #[test]
 fn server_error_then_success() {
-    let server = Server::start(vec![
-        Reply::Send(500, vec![], "oops".into()),
-        ok("second time"),
-    ]);
-    let reply = chat(&endpoint(&server, None, 2), &request()).unwrap();
-    assert_eq!(reply.text, "second time");
-    assert_eq!(reply.attempts, 2);
-    assert_eq!(server.seen().len(), 2);
+    recovers_after(Reply::Send(500, vec![], "oops".into()), 2, "second time");
 }
 
 #[test]
@@ -149,10 +132,7 @@ fn server_error_every_time_fails_after_all_attempts() {
 
 #[test]
 fn hang_past_the_timeout_then_success() {
-    let server = Server::start(vec![Reply::Hang(1000), ok("woke up")]);
-    let reply = chat(&endpoint(&server, None, 1), &request()).unwrap();
-    assert_eq!(reply.text, "woke up");
-    assert_eq!(reply.attempts, 2);
+    recovers_after(Reply::Hang(1000), 1, "woke up");
 }
 
 #[test]
@@ -165,10 +145,7 @@ fn hang_every_time_is_a_timeout() {
 
 #[test]
 fn closed_connection_is_retried() {
-    let server = Server::start(vec![Reply::Close, ok("reconnected")]);
-    let reply = chat(&endpoint(&server, None, 1), &request()).unwrap();
-    assert_eq!(reply.text, "reconnected");
-    assert_eq!(server.seen().len(), 2);
+    recovers_after(Reply::Close, 1, "reconnected");
 }
 
 #[test]
@@ -296,14 +273,9 @@ fn credentials_in_the_url_are_basic_auth_and_never_in_errors() {
 #[test]
 fn redirects_are_not_followed() {
     let other = Server::start(vec![ok("stolen")]);
-    let target = format!(
-        "http://127.0.0.1:{}/v1/chat/completions?key=abcdef",
-        other.port
-    );
-    let target: &'static str = Box::leak(target.into_boxed_str());
-    let redirect = |status| Reply::Send(status, vec![("Location", target)], String::new());
+    let target = format!("{}/v1/chat/completions?key=abcdef", other.root());
     for status in [301, 302, 303, 307, 308] {
-        let server = Server::start(vec![redirect(status), ok("never")]);
+        let server = Server::start(vec![redirect(status, &target), ok("never")]);
         let err = chat(&endpoint(&server, Some("sk-redirected-key"), 2), &request()).unwrap_err();
         assert!(err.message.contains(&format!("HTTP {status}")), "{err}");
         assert!(err.message.contains("redirect"), "{err}");

@@ -1,7 +1,6 @@
 //! A scripted HTTP/1.1 server on 127.0.0.1, started by a test: it answers each connection with
 //! the next reply of its script and records every request it read. Tests of ctx's HTTP client
 //! (the summarizer, `count --exact`) use it so that nothing ever reaches the network.
-#![allow(dead_code)]
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -10,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Computes a reply from the request it answers: (status, body).
 pub type Responder = Box<dyn Fn(&Seen) -> (u16, String) + Send>;
@@ -191,6 +190,28 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
         headers,
         body,
     })
+}
+
+/// A Chat Completions reply whose message is `text`, from `served-model`.
+pub fn ok(text: &str) -> Reply {
+    let body = json!({
+        "model": "served-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    });
+    Reply::Send(200, vec![], body.to_string())
+}
+
+/// A 429 ("slow down") asking to retry after `seconds`.
+pub fn rate_limited(seconds: &'static str) -> Reply {
+    let body = r#"{"error":{"message":"slow down"}}"#;
+    Reply::Send(429, vec![("Retry-After", seconds)], body.into())
+}
+
+/// A redirect (`status`, 3xx) to `location`.
+pub fn redirect(status: u16, location: &str) -> Reply {
+    // The script's headers are static; a test's few redirects may leak their target.
+    let location: &'static str = Box::leak(location.to_string().into_boxed_str());
+    Reply::Send(status, vec![("Location", location)], String::new())
 }
 
 /// A port nothing listens on.

@@ -1,25 +1,25 @@
 //! `ctx count --exact` end to end: the built binary against a scripted HTTP server on 127.0.0.1
-//! started by each test (tests/scripted; no network).
+//! started by each test (tests/suite/scripted.rs; no network).
 //!
 //! For each provider a golden pins the request (method, path, headers with the key's value
 //! replaced by `<KEY>`, body) and the output using the provider's count:
 //! `tests/exact/<provider>.request.json` and `tests/exact/<provider>.stdout.json`. After an
 //! intended change, re-bless them with
 //!
-//!   EXACT_BLESS=1 cargo test --test exact
+//!   EXACT_BLESS=1 cargo test --test suite exact::
 //!
 //! and read the diff. The other tests are about what a user relies on: the estimate with a
 //! warning when the provider gives no count (exit 4 under `--exact=required`), retries, keys
 //! sent only where they belong and never printed, and no network at all without `--exact`.
 
-mod isolated;
-mod scripted;
+use crate::isolated;
+use crate::scripted;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use isolated::Run;
-use scripted::{Reply, Seen, Server, closed_port};
+use scripted::{Reply, Seen, Server, closed_port, rate_limited, redirect};
 use serde_json::{Map, Value, json};
 
 const KEY: &str = "sk-ctx-exact-secret-0123456789";
@@ -150,8 +150,9 @@ fn golden(name: &str, actual: &Value) {
         std::fs::write(&path, &text).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("no golden {name}: run EXACT_BLESS=1 cargo test --test exact"));
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!("no golden {name}: run EXACT_BLESS=1 cargo test --test suite exact::")
+    });
     assert_eq!(
         text, want,
         "{name} differs (re-bless with EXACT_BLESS=1 if intended)"
@@ -337,11 +338,7 @@ fn required_with_a_count_succeeds_and_a_batch_keeps_going_after_a_failure() {
 #[test]
 fn rate_limits_are_retried_after_retry_after() {
     for case in CASES {
-        let limited = Reply::Send(
-            429,
-            vec![("Retry-After", "1")],
-            r#"{"error":{"message":"slow down"}}"#.into(),
-        );
+        let limited = rate_limited("1");
         let server = Server::start(vec![limited, ok(case.name, 321)]);
         let started = Instant::now();
         let run = exact(case, &server, &[]);
@@ -366,7 +363,7 @@ fn rate_limits_are_retried_after_retry_after() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.seen().len(), 3);
-    assert!(run.stderr.contains("after 3 attempts"), "{}", run.stderr);
+    run.assert_stderr_has("after 3 attempts");
 }
 
 #[test]
@@ -380,7 +377,7 @@ fn a_hang_past_the_timeout_falls_back() {
         &claude(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("timeout"), "{}", run.stderr);
+    run.assert_stderr_has("timeout");
     assert!(started.elapsed() < Duration::from_millis(2900));
 }
 
@@ -399,7 +396,7 @@ fn malformed_replies_and_refused_connections_fall_back() {
         let server = Server::start(vec![reply]);
         let run = exact(&CASES[0], &server, &[]);
         assert_eq!(run.code, 0, "{}", run.stderr);
-        assert!(run.stderr.contains(why), "{}", run.stderr);
+        run.assert_stderr_has(why);
         assert_eq!(run.json()["source"], "ctx");
     }
     let down = format!("http://127.0.0.1:{}", closed_port());
@@ -416,7 +413,7 @@ fn malformed_replies_and_refused_connections_fall_back() {
         &claude(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("connection error"), "{}", run.stderr);
+    run.assert_stderr_has("connection error");
 }
 
 /// The key the server saw, when ctx reached it named by `how` (a flag, or a variable).
@@ -492,17 +489,9 @@ fn a_refusal_for_want_of_a_withheld_key_says_why() {
         &claude(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("x-api-key header is required"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains(
-            "ANTHROPIC_API_KEY is sent only to https://api.anthropic.com and to ANTHROPIC_BASE_URL"
-        ),
-        "{}",
-        run.stderr
+    run.assert_stderr_has("x-api-key header is required");
+    run.assert_stderr_has(
+        "ANTHROPIC_API_KEY is sent only to https://api.anthropic.com and to ANTHROPIC_BASE_URL",
     );
     run.assert_never_shows(KEY, &[]);
 }
@@ -538,11 +527,7 @@ fn credentials_in_a_base_url_are_basic_auth_and_never_printed() {
     let seen = &server.seen()[0];
     assert!(seen.header("authorization").unwrap().starts_with("Basic "));
     assert_eq!(seen.header("x-api-key"), Some(KEY));
-    assert!(
-        run.stderr.contains("http://[redacted]@127.0.0.1"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("http://[redacted]@127.0.0.1");
     run.assert_never_shows("pw-secret-4321", &[]);
     run.assert_never_shows(KEY, &[]);
     // A bad base URL is a usage error that does not repeat it.
@@ -564,19 +549,10 @@ fn credentials_in_a_base_url_are_basic_auth_and_never_printed() {
 fn redirects_are_not_followed() {
     let elsewhere = Server::start(vec![ok("anthropic", 1)]);
     let target = format!("{}/v1/messages/count_tokens", elsewhere.root());
-    let target: &'static str = Box::leak(target.into_boxed_str());
-    let server = Server::start(vec![Reply::Send(
-        307,
-        vec![("Location", target)],
-        String::new(),
-    )]);
+    let server = Server::start(vec![redirect(307, &target)]);
     let run = exact(&CASES[0], &server, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("does not follow redirects"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("does not follow redirects");
     assert!(elsewhere.seen().is_empty(), "the redirect was followed");
 }
 
@@ -636,11 +612,7 @@ fn documents_no_provider_counts_fall_back_or_fail() {
     let llama = r#"{"model": "llama3.1:8b", "messages": [{"role": "user", "content": "hi"}]}"#;
     let run = ctx(&["count", "--exact"], &[], llama);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("no provider counting endpoint"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("no provider counting endpoint");
     let run = ctx(&["count", "--exact=required"], &[], llama);
     assert_eq!(run.code, 4, "{}", run.stderr);
     // A conversion that cannot be faithful asks nothing: an image by URL for Gemini.
@@ -656,11 +628,7 @@ fn documents_no_provider_counts_fall_back_or_fail() {
         &doc.to_string(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("an image by URL cannot be sent"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("an image by URL cannot be sent");
     assert!(server.seen().is_empty());
 }
 
@@ -742,19 +710,23 @@ fn an_implicit_ctx_toml_cannot_turn_exact_on_or_name_a_provider() {
     let home = scratch("implicit-home");
     let server = Server::start(vec![]);
     let url = server.root();
-    let run_in = |profile: &str, args: &[&str]| {
+    // `ctx count --profile p ARGS` of the Anthropic agent against `base`, in `cwd`, whose
+    // ctx.toml holds `[profile.p]` with `profile`.
+    let count_in = |profile: &str, base: &str, args: &[&str]| {
         std::fs::write(cwd.join("ctx.toml"), format!("[profile.p]\n{profile}\n")).unwrap();
-        let mut c = isolated::command();
-        c.current_dir(&cwd)
+        isolated::command()
+            .current_dir(&cwd)
             .env("HOME", &home)
             .env("XDG_CONFIG_HOME", &home)
-            .env("ANTHROPIC_BASE_URL", &url)
+            .env("ANTHROPIC_BASE_URL", base)
             .env("ANTHROPIC_API_KEY", KEY)
             .args(["count", "--profile", "p"])
             .args(args)
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agent_anthropic.json"));
-        c.output().unwrap()
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agent_anthropic.json"))
+            .output()
+            .unwrap()
     };
+    let run_in = |profile: &str, args: &[&str]| count_in(profile, &url, args);
     for (line, key) in [
         ("exact = true", "exact"),
         ("exact = \"required\"", "exact"),
@@ -787,42 +759,19 @@ fn an_implicit_ctx_toml_cannot_turn_exact_on_or_name_a_provider() {
         "an implicit profile reached the server"
     );
     // Named with --config, the same file is honoured.
-    let mut c = isolated::command();
-    std::fs::write(cwd.join("ctx.toml"), "[profile.p]\nexact = true\n").unwrap();
     let trusted = Server::start(vec![ok("anthropic", 42)]);
-    let out = c
-        .current_dir(&cwd)
-        .env("ANTHROPIC_BASE_URL", trusted.root())
-        .env("ANTHROPIC_API_KEY", KEY)
-        .args([
-            "count",
-            "--profile",
-            "p",
-            "--config",
-            "ctx.toml",
-            "--output",
-            "total",
-        ])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agent_anthropic.json"))
-        .output()
-        .unwrap();
+    let named = ["--config", "ctx.toml"];
+    let out = count_in(
+        "exact = true",
+        &trusted.root(),
+        &[&named[..], &["--output", "total"]].concat(),
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n");
-    let out = isolated::command()
-        .current_dir(&cwd)
-        .env("ANTHROPIC_BASE_URL", trusted.root())
-        .env("ANTHROPIC_API_KEY", KEY)
-        .args([
-            "count",
-            "--profile",
-            "p",
-            "--config",
-            "ctx.toml",
-            "--exact=off",
-            "-q",
-        ])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agent_anthropic.json"))
-        .output()
-        .unwrap();
+    let out = count_in(
+        "exact = true",
+        &trusted.root(),
+        &[&named[..], &["--exact=off", "-q"]].concat(),
+    );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(trusted.seen().len(), 1, "--exact=off asked nothing");
 }

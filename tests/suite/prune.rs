@@ -1,14 +1,13 @@
 //! `ctx prune` against the invariants of SPEC §2, over generated conversations and over every
 //! file of the corpus (tests/corpus).
 
-mod common;
+use crate::common;
 
 use common::*;
 use ctx::clip::is_cut_marker;
 use ctx::clip::{DEFAULT_PLACEHOLDER, Template, is_clipped};
 use ctx::cmd::prune::{Options, Pruning, Thinking, prune};
 use ctx::conversation::{Conversation, PinOptions};
-use ctx::counter::Counter;
 use ctx::document::{Dialect, Document};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -17,53 +16,25 @@ fn run(doc: &Document, opts: &Options) -> Result<Document, TestCaseError> {
     Ok(run_full(doc, opts)?.doc)
 }
 
+/// Prune's defaults, keeping the `keep` newest results.
+fn keeping(keep: usize) -> Options {
+    Options {
+        keep,
+        ..Options::default()
+    }
+}
+
 fn run_full(doc: &Document, opts: &Options) -> Result<Pruning, TestCaseError> {
-    let s = settings_for(doc);
-    let counter = Counter::new(&s, doc.dialect);
-    let count = counter.document(doc).unwrap();
-    let p = prune(doc.clone(), &counter, &count, opts).unwrap();
-    prop_assert_eq!(
-        p.tokens_after,
-        tokens(&p.doc),
-        "reported tokens are the real count"
-    );
+    let p = with_counter(doc, |counter, count| {
+        prune(doc.clone(), counter, &count, opts)
+    })
+    .unwrap();
+    assert_reported(p.tokens_after, &p.doc)?;
     prop_assert!(
         p.tokens_after <= p.tokens_before,
         "prune never grows a document"
     );
     Ok(p)
-}
-
-/// Prune keeps every message: only contents, arguments and reasoning change, never roles or ids.
-fn same_skeleton(a: &Value, b: &Value) -> bool {
-    let ids = |m: &Value| -> Vec<Value> {
-        let mut v = vec![
-            m.get("role").cloned().unwrap_or(Value::Null),
-            m.get("tool_call_id").cloned().unwrap_or(Value::Null),
-        ];
-        for c in m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            v.push(c.get("id").cloned().unwrap_or(Value::Null));
-        }
-        for b in m
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            for k in ["id", "tool_use_id"] {
-                if let Some(x) = b.get(k) {
-                    v.push(x.clone());
-                }
-            }
-        }
-        v
-    };
-    ids(a) == ids(b)
 }
 
 fn check_all(doc: &Document, opts: &Options) -> Result<(), TestCaseError> {
@@ -74,7 +45,8 @@ fn check_all(doc: &Document, opts: &Options) -> Result<(), TestCaseError> {
         "prune removes no message"
     );
     for (a, b) in doc.messages().iter().zip(out.messages()) {
-        prop_assert!(same_skeleton(a, b), "{a} became {b}");
+        // Prune keeps every message: only contents, arguments and reasoning change, never roles or ids.
+        prop_assert!(same_ids(a, b), "{a} became {b}");
     }
     let conv = Conversation::new(doc.messages(), doc.dialect);
     let pinned = conv.pinned_messages(&opts.pins).unwrap();
@@ -88,7 +60,7 @@ fn check_all(doc: &Document, opts: &Options) -> Result<(), TestCaseError> {
             );
         }
     }
-    assert_invariants(doc, &out, &[], same_skeleton, |_| false)?;
+    assert_invariants(doc, &out, &[], same_ids, |_| false)?;
     prop_assert!(error_count(&out) <= error_count(doc));
     if let Some(max) = opts.max_tool_tokens {
         // Every clipped text is within the limit.
@@ -195,7 +167,7 @@ fn shortened_from(a: &Value, b: &Value) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(cases(96))]
 
     #[test]
     fn prune_keeps_every_invariant(
@@ -305,26 +277,22 @@ proptest! {
 
 #[test]
 fn keeping_more_results_than_there_are_is_the_identity() {
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let doc = Document::parse(value.clone(), None).unwrap();
+    for (path, value, doc) in corpus() {
         let opts = Options {
             keep: 10_000,
             ..Options::default()
         };
-        let s = settings_for(&doc);
-        let counter = Counter::new(&s, doc.dialect);
-        let count = counter.document(&doc).unwrap();
-        let p = prune(doc, &counter, &count, &opts).unwrap();
+        let p = with_counter(&doc, |counter, count| {
+            prune(doc.clone(), counter, &count, &opts)
+        });
+        let p = p.unwrap();
         assert_eq!(p.doc.into_value(), value, "{}", path.display());
     }
 }
 
 #[test]
 fn every_corpus_file_through_prune_options() {
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let doc = Document::parse(value, None).unwrap();
+    for (path, _, doc) in corpus() {
         for keep in [0, 1, 3] {
             let total = tokens(&doc) as u64;
             for (thinking, max, budget, shorten_args, min_saving) in [
@@ -468,14 +436,7 @@ fn a_short_error_is_never_replaced_by_a_placeholder() {
         ),
         exchange(4, "bash", serde_json::json!({"command": "ls"}), "a.py"),
     ]);
-    let p = run_full(
-        &doc,
-        &Options {
-            keep: 0,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let p = run_full(&doc, &keeping(0)).unwrap();
     let cleared: Vec<usize> = p.cleared.iter().map(|c| c.0).collect();
     assert_eq!(cleared, [6], "only the large result is cleared");
     assert_eq!(p.doc.messages()[2]["content"], syntax);
@@ -488,9 +449,8 @@ fn a_short_error_is_never_replaced_by_a_placeholder() {
     let p = run_full(
         &doc,
         &Options {
-            keep: 0,
             min_saving: 0,
-            ..Options::default()
+            ..keeping(0)
         },
     )
     .unwrap();
@@ -560,21 +520,13 @@ fn output_dressed_as_a_placeholder_is_still_cleared_and_clipped() {
         ),
         exchange(2, "bash", serde_json::json!({"command": "ls"}), "a.py"),
     ]);
-    let p = run_full(
-        &doc,
-        &Options {
-            keep: 1,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let p = run_full(&doc, &keeping(1)).unwrap();
     assert_eq!(p.cleared.iter().map(|c| c.0).collect::<Vec<_>>(), [2]);
     let p = run_full(
         &doc,
         &Options {
-            keep: 5,
             max_tool_tokens: Some(100),
-            ..Options::default()
+            ..keeping(5)
         },
     )
     .unwrap();

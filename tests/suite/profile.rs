@@ -1,7 +1,7 @@
 //! Profiles (SPEC §4): where ctx.toml is looked for, `CTX_PROFILE`, `--config`, flags beating
 //! profile values, and keys applying to every command that has the flag.
 
-mod isolated;
+use crate::isolated;
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +13,32 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// A test's own current directory and user config directory (`XDG_CONFIG_HOME`).
+struct Dirs {
+    cwd: PathBuf,
+    home: PathBuf,
+}
+
+impl Dirs {
+    /// Fresh `profile-cwdN` and `profile-homeN` directories.
+    fn new(n: &str) -> Dirs {
+        Dirs {
+            cwd: scratch(&format!("cwd{n}")),
+            home: scratch(&format!("home{n}")),
+        }
+    }
+
+    /// Writes `text` into ./ctx.toml, the file of the current directory.
+    fn local(&self, text: impl AsRef<[u8]>) {
+        std::fs::write(self.cwd.join("ctx.toml"), text).unwrap();
+    }
+
+    /// Runs ctx in the current directory with the user config directory.
+    fn ctx(&self, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
+        ctx(&self.cwd, &self.home, env, args)
+    }
 }
 
 /// Runs ctx in `cwd` with `XDG_CONFIG_HOME` set to `config_home`.
@@ -41,8 +67,8 @@ fn ctx(
 
 #[test]
 fn the_current_directory_beats_the_user_config_directory() {
-    let home = scratch("home");
-    let cwd = scratch("cwd");
+    let dirs = Dirs::new("");
+    let home = &dirs.home;
     std::fs::create_dir_all(home.join("ctx")).unwrap();
     std::fs::write(
         home.join("ctx/ctx.toml"),
@@ -50,15 +76,11 @@ fn the_current_directory_beats_the_user_config_directory() {
     )
     .unwrap();
     // Only the user's file: it is used.
-    let (code, out, err) = ctx(&cwd, &home, &[], &["count", "--profile", "p"]);
+    let (code, out, err) = dirs.ctx(&[], &["count", "--profile", "p"]);
     assert_eq!((code, out.trim()), (0, "3163"), "{err}");
     // A file in the current directory wins.
-    std::fs::write(
-        cwd.join("ctx.toml"),
-        "[profile.p]\noutput = \"total\"\nbudget = 1000\n",
-    )
-    .unwrap();
-    let (code, out, _) = ctx(&cwd, &home, &[], &["count", "--profile", "p"]);
+    dirs.local("[profile.p]\noutput = \"total\"\nbudget = 1000\n");
+    let (code, out, _) = dirs.ctx(&[], &["count", "--profile", "p"]);
     assert_eq!(
         (code, out.trim()),
         (1, "3163"),
@@ -68,48 +90,31 @@ fn the_current_directory_beats_the_user_config_directory() {
 
 #[test]
 fn ctx_profile_selects_and_config_overrides() {
-    let home = scratch("home2");
-    let cwd = scratch("cwd2");
-    std::fs::write(cwd.join("ctx.toml"), "[profile.p]\noutput = \"total\"\n").unwrap();
+    let dirs = Dirs::new("2");
+    let cwd = &dirs.cwd;
+    dirs.local("[profile.p]\noutput = \"total\"\n");
     let other = cwd.join("other.toml");
     std::fs::write(&other, "[profile.p]\noutput = \"table\"\n").unwrap();
-    let (code, out, _) = ctx(&cwd, &home, &[("CTX_PROFILE", "p")], &["count"]);
+    let (code, out, _) = dirs.ctx(&[("CTX_PROFILE", "p")], &["count"]);
     assert_eq!((code, out.trim()), (0, "3163"));
-    let (code, out, _) = ctx(
-        &cwd,
-        &home,
+    let (code, out, _) = dirs.ctx(
         &[("CTX_PROFILE", "p")],
         &["count", "--config", other.to_str().unwrap()],
     );
     assert_eq!(code, 0);
     assert!(out.contains("3,163") && out.lines().count() > 1, "{out}");
     // --profile beats CTX_PROFILE.
-    let (code, _, err) = ctx(
-        &cwd,
-        &home,
-        &[("CTX_PROFILE", "p")],
-        &["count", "--profile", "q"],
-    );
+    let (code, _, err) = dirs.ctx(&[("CTX_PROFILE", "p")], &["count", "--profile", "q"]);
     assert_eq!(code, 2);
     assert!(err.contains("no profile 'q'"), "{err}");
 }
 
 #[test]
 fn flags_beat_the_profile_and_keys_apply_where_the_flag_exists() {
-    let home = scratch("home3");
-    let cwd = scratch("cwd3");
-    std::fs::write(
-        cwd.join("ctx.toml"),
-        "[profile.p]\nbudget = 500\nkeep_last = 2\ncompact = true\nexclude-tools = [\"run\", \"read_file\"]\n",
-    )
-    .unwrap();
+    let dirs = Dirs::new("3");
+    dirs.local("[profile.p]\nbudget = 500\nkeep_last = 2\ncompact = true\nexclude-tools = [\"run\", \"read_file\"]\n");
     // fit has --budget, --compact and --exclude-tools, not --keep-last.
-    let (code, out, err) = ctx(
-        &cwd,
-        &home,
-        &[],
-        &["fit", "--profile", "p", "--report", "-"],
-    );
+    let (code, out, err) = dirs.ctx(&[], &["fit", "--profile", "p", "--report", "-"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 1, "compact output from the profile");
     let report: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
@@ -124,21 +129,11 @@ fn flags_beat_the_profile_and_keys_apply_where_the_flag_exists() {
             .unwrap()
             .is_empty()
     );
-    let (code, out, _) = ctx(
-        &cwd,
-        &home,
-        &[],
-        &["fit", "--profile", "p", "--budget", "5000"],
-    );
+    let (code, out, _) = dirs.ctx(&[], &["fit", "--profile", "p", "--budget", "5000"]);
     assert_eq!(code, 0);
     assert_eq!(out.lines().count(), 1, "compact output from the profile");
     // truncate has --keep-last: two messages besides the pinned ones.
-    let (code, out, err) = ctx(
-        &cwd,
-        &home,
-        &[],
-        &["truncate", "--profile", "p", "--budget", "5000"],
-    );
+    let (code, out, err) = dirs.ctx(&[], &["truncate", "--profile", "p", "--budget", "5000"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["messages"].as_array().unwrap().len(), 3, "{v}");
@@ -146,8 +141,8 @@ fn flags_beat_the_profile_and_keys_apply_where_the_flag_exists() {
 
 #[test]
 fn bad_profiles_are_errors_naming_the_file_and_key() {
-    let home = scratch("home4");
-    let cwd = scratch("cwd4");
+    let dirs = Dirs::new("4");
+    let cwd = &dirs.cwd;
     let cases = [
         (
             "[profile.p]\nbudgte = 5\n",
@@ -173,8 +168,8 @@ fn bad_profiles_are_errors_naming_the_file_and_key() {
         ("budget = 5\n", "unknown key 'budget'"),
     ];
     for (text, want) in cases {
-        std::fs::write(cwd.join("ctx.toml"), text).unwrap();
-        let (code, out, err) = ctx(&cwd, &home, &[], &["truncate", "--profile", "p"]);
+        dirs.local(text);
+        let (code, out, err) = dirs.ctx(&[], &["truncate", "--profile", "p"]);
         assert_eq!(code, 2, "{text}: {err}");
         assert!(out.is_empty());
         assert!(
@@ -184,7 +179,7 @@ fn bad_profiles_are_errors_naming_the_file_and_key() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
     }
     std::fs::remove_file(cwd.join("ctx.toml")).unwrap();
-    let (code, _, err) = ctx(&cwd, &home, &[], &["count", "--profile", "p"]);
+    let (code, _, err) = dirs.ctx(&[], &["count", "--profile", "p"]);
     assert_eq!(code, 2);
     assert!(err.contains("no ctx.toml"), "{err}");
 }
@@ -204,8 +199,8 @@ fn contacted(l: &std::net::TcpListener) -> bool {
 
 #[test]
 fn an_implicit_ctx_toml_cannot_send_read_or_write() {
-    let home = scratch("home5");
-    let cwd = scratch("cwd5");
+    let dirs = Dirs::new("5");
+    let (cwd, home) = (&dirs.cwd, &dirs.home);
     let (server, url) = listener();
     let secret = cwd.join("secret.txt");
     std::fs::write(&secret, "not for a server").unwrap();
@@ -238,12 +233,12 @@ fn an_implicit_ctx_toml_cannot_send_read_or_write() {
         ("CTX_BASE_URL", ""),
     ];
     for (line, key, command) in &cases {
-        std::fs::write(cwd.join("ctx.toml"), format!("[profile.p]\n{line}\n")).unwrap();
+        dirs.local(format!("[profile.p]\n{line}\n"));
         let mut args = vec![*command, "--profile", "p"];
         if *command == "summarize" {
             args.push("--force");
         }
-        let (code, out, err) = ctx(&cwd, &home, &env, &args);
+        let (code, out, err) = dirs.ctx(&env, &args);
         assert_eq!(code, 2, "{line}: {err}");
         assert!(out.is_empty(), "{line}: {out}");
         assert_eq!(err.lines().count(), 1, "one line: {err}");
@@ -262,31 +257,20 @@ fn an_implicit_ctx_toml_cannot_send_read_or_write() {
         assert!(!contacted(&server), "{line}: the server was contacted");
     }
     // Thresholds, and engines that do not call a server, are fine.
-    std::fs::write(
-        cwd.join("ctx.toml"),
-        "[profile.p]\nengine = \"extractive\"\nsummarize = \"extractive\"\nkeep_recent = 2\ntimeout = 5\n",
-    )
-    .unwrap();
-    let (code, _, err) = ctx(
-        &cwd,
-        &home,
-        &env,
-        &["summarize", "--profile", "p", "--force", "-q"],
-    );
+    dirs.local("[profile.p]\nengine = \"extractive\"\nsummarize = \"extractive\"\nkeep_recent = 2\ntimeout = 5\n");
+    let (code, _, err) = dirs.ctx(&env, &["summarize", "--profile", "p", "--force", "-q"]);
     assert_eq!(code, 0, "{err}");
     assert!(!contacted(&server));
 }
 
 #[test]
 fn trusted_profile_files_may_name_servers_and_files() {
-    let home = scratch("home6");
-    let cwd = scratch("cwd6");
+    let dirs = Dirs::new("6");
+    let (cwd, home) = (&dirs.cwd, &dirs.home);
     let text = "[profile.p]\nreport = \"written.json\"\nbudget = 2000\n";
-    std::fs::write(cwd.join("ctx.toml"), text).unwrap();
+    dirs.local(text);
     // Named with --config, the same file is honoured.
-    let (code, _, err) = ctx(
-        &cwd,
-        &home,
+    let (code, _, err) = dirs.ctx(
         &[],
         &["truncate", "--profile", "p", "--config", "./ctx.toml"],
     );
@@ -297,13 +281,13 @@ fn trusted_profile_files_may_name_servers_and_files() {
     std::fs::remove_file(cwd.join("ctx.toml")).unwrap();
     std::fs::create_dir_all(home.join("ctx")).unwrap();
     std::fs::write(home.join("ctx/ctx.toml"), text).unwrap();
-    let (code, _, err) = ctx(&cwd, &home, &[], &["truncate", "--profile", "p"]);
+    let (code, _, err) = dirs.ctx(&[], &["truncate", "--profile", "p"]);
     assert_eq!(code, 0, "{err}");
     assert!(cwd.join("written.json").exists());
     // And when the current directory is the user's config directory, its file is that file.
     let (code, _, err) = ctx(
         &home.join("ctx"),
-        &home,
+        home,
         &[],
         &["truncate", "--profile", "p"],
     );
@@ -313,17 +297,10 @@ fn trusted_profile_files_may_name_servers_and_files() {
 
 #[test]
 fn profile_timeouts_out_of_range_are_errors_not_panics() {
-    let home = scratch("home7");
-    let cwd = scratch("cwd7");
+    let dirs = Dirs::new("7");
     for value in ["1e20", "-1", "0", "nan", "inf", "\"1e20\"", "100000"] {
-        std::fs::write(
-            cwd.join("ctx.toml"),
-            format!("[profile.p]\ntimeout = {value}\n"),
-        )
-        .unwrap();
-        let (code, _, err) = ctx(
-            &cwd,
-            &home,
+        dirs.local(format!("[profile.p]\ntimeout = {value}\n"));
+        let (code, _, err) = dirs.ctx(
             &[],
             &["summarize", "--profile", "p", "--engine", "extractive"],
         );
@@ -334,8 +311,8 @@ fn profile_timeouts_out_of_range_are_errors_not_panics() {
         );
         assert!(!err.contains("panicked"), "{err}");
     }
-    std::fs::write(cwd.join("ctx.toml"), "[profile.p]\nretries = 4294967296\n").unwrap();
-    let (code, _, err) = ctx(&cwd, &home, &[], &["summarize", "--profile", "p"]);
+    dirs.local("[profile.p]\nretries = 4294967296\n");
+    let (code, _, err) = dirs.ctx(&[], &["summarize", "--profile", "p"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("[profile.p] retries: invalid value"), "{err}");
 }

@@ -1,7 +1,7 @@
 //! Streams of many documents are processed on several threads; the output, the diagnostics, the
 //! sidecar files and the exit code must be exactly those of a single thread.
 
-mod isolated;
+use crate::isolated;
 
 use std::io::Write;
 use std::process::Stdio;
@@ -45,19 +45,8 @@ fn run(
     report: &std::path::Path,
 ) -> (Option<i32>, Vec<u8>, String, String) {
     let _ = std::fs::remove_file(report);
-    let mut child = isolated::command()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
     // ctx stops reading at a syntax error, so the write may fail with a broken pipe.
-    let w = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    let _ = w.join().unwrap();
+    let out = isolated::output(isolated::command().args(args), input);
     (
         out.status.code(),
         out.stdout,

@@ -3,9 +3,9 @@
 //! The whole benchmark (every trajectory, every budget) is `cargo run --release --example
 //! retention`; docs/retention.md has its figures.
 
-#[path = "../examples/retention/bench.rs"]
+#[path = "../../examples/retention/bench.rs"]
 mod bench;
-#[path = "../examples/retention/facts.rs"]
+#[path = "../../examples/retention/facts.rs"]
 mod facts;
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `ctx truncate` against the invariants of SPEC §2, over generated conversations and over
 //! every file of the corpus (tests/corpus).
 
-mod common;
+use crate::common;
 
 use common::*;
 use ctx::cmd::CannotFit;
@@ -33,23 +33,15 @@ fn is_cut(a: &Value, b: &Value) -> bool {
 
 /// Runs truncate; `Ok(None)` when it reports that the document cannot fit.
 fn run_full(doc: &Document, opts: &Options) -> Result<Option<Truncation>, TestCaseError> {
-    let s = settings_for(doc);
-    let counter = Counter::new(&s, doc.dialect);
-    let count = counter.document(doc).unwrap();
-    match truncate(doc.clone(), &counter, &count, opts) {
+    match with_counter(doc, |counter, count| {
+        truncate(doc.clone(), counter, &count, opts)
+    }) {
         Ok(t) => {
-            prop_assert_eq!(
-                t.tokens_after,
-                tokens(&t.doc),
-                "reported tokens are the real count"
-            );
+            assert_reported(t.tokens_after, &t.doc)?;
             Ok(Some(t))
         }
         Err(e) => {
-            prop_assert!(
-                e.downcast_ref::<CannotFit>().is_some(),
-                "unexpected error {e:#}"
-            );
+            assert_cannot_fit(&e)?;
             prop_assert!(
                 !opts.best_effort || first_is_user(doc),
                 "best effort fails only on I7: {e:#}"
@@ -236,7 +228,7 @@ fn strategy() -> impl proptest::strategy::Strategy<Value = Strategy> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(cases(96))]
 
     #[test]
     fn truncate_keeps_every_invariant(
@@ -411,10 +403,10 @@ fn nudges() -> Document {
 }
 
 fn truncated(doc: &Document, opts: &Options) -> Truncation {
-    let s = settings_for(doc);
-    let counter = Counter::new(&s, doc.dialect);
-    let count = counter.document(doc).unwrap();
-    truncate(doc.clone(), &counter, &count, opts).unwrap()
+    with_counter(doc, |counter, count| {
+        truncate(doc.clone(), counter, &count, opts)
+    })
+    .unwrap()
 }
 
 /// The six identical "No tool calls found" nudges of a shell agent are messages 5, 9, 13, 15,
@@ -519,10 +511,10 @@ fn the_newest_exchanges_can_be_protected() {
         protect_recent_exchanges: 3,
         ..opts.clone()
     };
-    let s = settings_for(&doc);
-    let counter = Counter::new(&s, doc.dialect);
-    let count = counter.document(&doc).unwrap();
-    let err = truncate(doc.clone(), &counter, &count, &protect).unwrap_err();
+    let err = with_counter(&doc, |counter, count| {
+        truncate(doc.clone(), counter, &count, &protect)
+    })
+    .unwrap_err();
     assert!(err.downcast_ref::<CannotFit>().is_some());
     let t = truncated(
         &doc,
@@ -563,18 +555,12 @@ fn no_note_after_the_newest_unit() {
     let newest = doc.messages()[2].clone();
     let opts = Options {
         budget: 30,
-        keep_last: None,
-        strategy: Strategy::Oldest,
-        keep_first: 2,
-        weights: Weights::default(),
-        partial: false,
         note: Some(NOTE.into()),
         pins: PinOptions {
             no_keep_task: true,
             ..PinOptions::default()
         },
-        protect_recent_exchanges: 0,
-        best_effort: false,
+        ..Options::default()
     };
     let t = truncated(&doc, &opts);
     assert_eq!(t.doc.messages(), &[newest], "{:?}", t.doc.messages());
@@ -583,36 +569,22 @@ fn no_note_after_the_newest_unit() {
 
 #[test]
 fn a_budget_larger_than_the_input_is_the_identity() {
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let doc = Document::parse(value.clone(), None).unwrap();
+    for (path, value, doc) in corpus() {
         let opts = Options {
             budget: tokens(&doc) as u64 + 1,
-            keep_last: None,
-            strategy: Strategy::Oldest,
-            keep_first: 2,
-            weights: Weights::default(),
             partial: true,
             note: Some(NOTE.into()),
-            pins: PinOptions::default(),
-            protect_recent_exchanges: 0,
-            best_effort: false,
+            ..Options::default()
         };
-        let s = settings_for(&doc);
-        let counter = Counter::new(&s, doc.dialect);
-        let count = counter.document(&doc).unwrap();
-        let t = truncate(doc, &counter, &count, &opts).unwrap();
+        let t = truncated(&doc, &opts);
         assert_eq!(t.doc.into_value(), value, "{}", path.display());
     }
 }
 
 #[test]
 fn every_corpus_file_through_every_strategy_at_several_budgets() {
-    let mut fitted = 0;
-    let mut refused = 0;
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let doc = Document::parse(value, None).unwrap();
+    let mut tally = Tally::default();
+    for (path, _, doc) in corpus() {
         let total = tokens(&doc);
         for share in [0.9, 0.5, 0.25, 0.1] {
             for strategy in [Strategy::Oldest, Strategy::Middle, Strategy::Importance] {
@@ -622,28 +594,22 @@ fn every_corpus_file_through_every_strategy_at_several_budgets() {
                 {
                     let opts = Options {
                         budget: (total as f64 * share) as u64,
-                        keep_last: None,
                         strategy,
-                        keep_first: 2,
-                        weights: Weights::default(),
                         partial,
-                        note: None,
-                        pins: PinOptions::default(),
                         protect_recent_exchanges: protect,
                         best_effort,
+                        ..Options::default()
                     };
-                    let r = (|| -> Result<bool, TestCaseError> {
+                    let checked = (|| -> Result<bool, TestCaseError> {
                         check_all(&doc, &opts)?;
                         Ok(run(&doc, &opts)?.is_some())
                     })();
-                    match r {
-                        Ok(true) => fitted += 1,
-                        Ok(false) => refused += 1,
-                        Err(e) => panic!(
-                            "{} at {share} {strategy:?} partial={partial} protect={protect}: {e}",
-                            path.display()
-                        ),
-                    }
+                    tally.add(checked, || {
+                        let file = path.display();
+                        format!(
+                            "{file} at {share} {strategy:?} partial={partial} protect={protect}"
+                        )
+                    });
                 }
             }
         }
@@ -651,6 +617,7 @@ fn every_corpus_file_through_every_strategy_at_several_budgets() {
     // The sweep must exercise truncation, not only refusals. At a tenth or a quarter of a short
     // conversation's tokens most runs cannot fit (its pinned messages and newest unit are
     // more), and most corpus conversations are short: at least a third of all runs fit.
+    let Tally { fitted, refused } = tally;
     assert!(fitted * 2 > refused, "fitted {fitted}, refused {refused}");
 }
 
@@ -663,11 +630,7 @@ fn an_agent_transcript_with_hundreds_of_exchanges_fits_any_feasible_budget() {
         ctx::document::Dialect::Anthropic,
     ] {
         let steps: Vec<Step> = std::iter::once(Step::System)
-            .chain(std::iter::once(Step::User(30)))
-            .chain((0..300).map(|i| Step::Exchange {
-                calls: vec![((i % 4) as u8, 20 + (i * 37) % 150)],
-                error: false,
-            }))
+            .chain(agent_steps(300, |i| 20 + (i * 37) % 150))
             .collect();
         let doc = parse(Value::Array(build(dialect, &steps, false)), dialect);
         let conv = Conversation::new(doc.messages(), doc.dialect);
@@ -690,15 +653,8 @@ fn an_agent_transcript_with_hundreds_of_exchanges_fits_any_feasible_budget() {
         for budget in [minimum, minimum + 1, minimum + 500, total / 2, total - 1] {
             let opts = Options {
                 budget: budget as u64,
-                keep_last: None,
-                strategy: Strategy::Oldest,
                 keep_first: 0,
-                weights: Weights::default(),
-                partial: false,
-                note: None,
-                pins: PinOptions::default(),
-                protect_recent_exchanges: 0,
-                best_effort: false,
+                ..Options::default()
             };
             let out = truncate(doc.clone(), &Counter::new(&s, doc.dialect), &count, &opts)
                 .unwrap_or_else(|e| {
@@ -715,15 +671,8 @@ fn an_agent_transcript_with_hundreds_of_exchanges_fits_any_feasible_budget() {
         }
         let below = Options {
             budget: minimum as u64 - 1,
-            keep_last: None,
-            strategy: Strategy::Oldest,
             keep_first: 0,
-            weights: Weights::default(),
-            partial: false,
-            note: None,
-            pins: PinOptions::default(),
-            protect_recent_exchanges: 0,
-            best_effort: false,
+            ..Options::default()
         };
         let err =
             truncate(doc.clone(), &Counter::new(&s, doc.dialect), &count, &below).unwrap_err();

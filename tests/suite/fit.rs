@@ -2,8 +2,8 @@
 //! idempotent, the first stage that suffices is the one used, nothing lost), over generated
 //! conversations and every file of the corpus (tests/corpus).
 
-mod common;
-mod isolated;
+use crate::common;
+use crate::isolated;
 
 use clap::Parser;
 use common::*;
@@ -12,7 +12,6 @@ use ctx::cmd::prune::Thinking;
 use ctx::cmd::summarize::{Engine, Summarizer, SummaryArgs};
 use ctx::cmd::{CannotFit, Env, prune, summarize, truncate};
 use ctx::conversation::{Conversation, PinOptions};
-use ctx::counter::Counter;
 use ctx::document::{Dialect, Document};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -68,15 +67,8 @@ fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> O
         },
         truncate: truncate::Options {
             budget,
-            keep_last: None,
-            strategy: truncate::Strategy::Oldest,
-            keep_first: 2,
-            weights: truncate::Weights::default(),
-            partial: false,
-            note: None,
             pins: pins.clone(),
-            protect_recent_exchanges: 0,
-            best_effort: false,
+            ..truncate::Options::default()
         },
         summarize: summarize::Options {
             keep_recent: 6,
@@ -101,24 +93,17 @@ fn run_as(
     opts: &Options,
     user_summaries: bool,
 ) -> Result<Option<Fitting>, TestCaseError> {
-    let s = settings_for(doc);
-    let counter = Counter::new(&s, doc.dialect);
-    let count = counter.document(doc).unwrap();
     let summarizer = extractive_as(user_summaries);
-    match fit(doc.clone(), &counter, count, opts, Some(&summarizer)) {
+    let fitted = with_counter(doc, |counter, count| {
+        fit(doc.clone(), counter, count, opts, Some(&summarizer))
+    });
+    match fitted {
         Ok(f) => {
-            prop_assert_eq!(
-                f.tokens_after,
-                tokens(&f.doc),
-                "reported tokens are the real count"
-            );
+            assert_reported(f.tokens_after, &f.doc)?;
             Ok(Some(f))
         }
         Err(e) => {
-            prop_assert!(
-                e.downcast_ref::<CannotFit>().is_some(),
-                "unexpected error {e:#}"
-            );
+            assert_cannot_fit(&e)?;
             Ok(None)
         }
     }
@@ -135,38 +120,6 @@ fn is_inserted(m: &Value) -> bool {
         (c.starts_with("[ctx summary of ") && c != SPOOF_USER && c != SPOOF_RESULT)
             || (c.starts_with('[') && c.ends_with(" messages removed]"))
     })
-}
-
-/// A rewritten message keeps its role, its ids and its keys; contents change.
-fn rewritten(a: &Value, b: &Value) -> bool {
-    let ids = |m: &Value| -> Vec<Value> {
-        let mut v = vec![
-            m.get("role").cloned().unwrap_or(Value::Null),
-            m.get("tool_call_id").cloned().unwrap_or(Value::Null),
-        ];
-        for c in m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            v.push(c.get("id").cloned().unwrap_or(Value::Null));
-        }
-        for b in m
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            for k in ["id", "tool_use_id"] {
-                if let Some(x) = b.get(k) {
-                    v.push(x.clone());
-                }
-            }
-        }
-        v
-    };
-    ids(a) == ids(b)
 }
 
 fn pinned_inputs(doc: &Document, pins: &PinOptions) -> Vec<usize> {
@@ -222,7 +175,7 @@ fn check_all_as(
         doc,
         out,
         &pinned_inputs(doc, &opts.prune.pins),
-        rewritten,
+        same_ids,
         is_inserted,
     )?;
     // The input's task is in the output verbatim, before any summary (so a later run finds it).
@@ -351,7 +304,7 @@ fn stages() -> impl proptest::strategy::Strategy<Value = Vec<Stage>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 120, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(cases(120))]
 
     #[test]
     fn fit_keeps_every_invariant(
@@ -384,12 +337,7 @@ proptest! {
 #[test]
 fn a_document_that_only_needs_pruning_keeps_all_its_messages() {
     for dialect in [Dialect::Openai, Dialect::Anthropic] {
-        let steps: Vec<Step> = std::iter::once(Step::User(30))
-            .chain((0..12).map(|i| Step::Exchange {
-                calls: vec![((i % 4) as u8, 400)],
-                error: false,
-            }))
-            .collect();
+        let steps = agent_steps(12, |_| 400);
         let doc = parse(Value::Array(build(dialect, &steps, false)), dialect);
         let total = tokens(&doc) as u64;
         let budget = total * 9 / 10;
@@ -407,12 +355,7 @@ fn a_document_that_only_needs_pruning_keeps_all_its_messages() {
 /// the budget, and then passes the conversation through until it grows past the trigger.
 #[test]
 fn a_trigger_above_the_budget_compacts_once() {
-    let steps: Vec<Step> = std::iter::once(Step::User(30))
-        .chain((0..40).map(|i| Step::Exchange {
-            calls: vec![((i % 4) as u8, 120)],
-            error: false,
-        }))
-        .collect();
+    let steps = agent_steps(40, |_| 120);
     let mut conversation = build(Dialect::Openai, &steps, false);
     let full = parse(Value::Array(conversation.clone()), Dialect::Openai);
     let total = tokens(&full) as u64;
@@ -445,31 +388,20 @@ fn a_trigger_above_the_budget_compacts_once() {
 
 #[test]
 fn stages_that_cannot_reach_the_budget_fail_with_the_reason() {
-    let steps: Vec<Step> = std::iter::once(Step::User(30))
-        .chain((0..6).map(|i| Step::Exchange {
-            calls: vec![((i % 4) as u8, 100)],
-            error: false,
-        }))
-        .collect();
+    let steps = agent_steps(6, |_| 100);
     let doc = parse(
         Value::Array(build(Dialect::Openai, &steps, false)),
         Dialect::Openai,
     );
-    let s = settings_for(&doc);
-    let counter = Counter::new(&s, doc.dialect);
     let opts = options(
         50,
         50,
         vec![Stage::Prune, Stage::PruneAll],
         PinOptions::default(),
     );
-    let err = fit(
-        doc.clone(),
-        &counter,
-        counter.document(&doc).unwrap(),
-        &opts,
-        None,
-    )
+    let err = with_counter(&doc, |counter, count| {
+        fit(doc.clone(), counter, count, &opts, None)
+    })
     .err()
     .expect("cannot fit");
     let cf = err.downcast_ref::<CannotFit>().expect("exit 3");
@@ -482,11 +414,8 @@ fn stages_that_cannot_reach_the_budget_fail_with_the_reason() {
 
 #[test]
 fn every_corpus_file_at_90_50_and_10_percent() {
-    let mut fitted = 0;
-    let mut refused = 0;
-    for path in corpus_files() {
-        let value = read_json(&path);
-        let doc = Document::parse(value, None).unwrap();
+    let mut tally = Tally::default();
+    for (path, _, doc) in corpus() {
         let total = tokens(&doc);
         for share in [0.9, 0.5, 0.1] {
             let budget = (total as f64 * share) as u64;
@@ -495,14 +424,13 @@ fn every_corpus_file_at_90_50_and_10_percent() {
                 ALL.to_vec(),
             ] {
                 let opts = options(budget, budget, stages.clone(), PinOptions::default());
-                match check_all(&doc, &opts) {
-                    Ok(true) => fitted += 1,
-                    Ok(false) => refused += 1,
-                    Err(e) => panic!("{} at {share} {stages:?}: {e}", path.display()),
-                }
+                tally.add(check_all(&doc, &opts), || {
+                    format!("{} at {share} {stages:?}", path.display())
+                });
             }
         }
     }
+    let Tally { fitted, refused } = tally;
     assert!(fitted > refused, "fitted {fitted}, refused {refused}");
 }
 

@@ -3,6 +3,8 @@
 //! each case with its source and licence), and properties of the rendering over generated
 //! definitions.
 
+use crate::common;
+
 use std::path::Path;
 
 use ctx::counter::tools::{self, MAX_DEPTH};
@@ -14,21 +16,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 fn count(value: Value, model: &str) -> DocumentCount {
-    let doc = Document::parse(value, None).unwrap();
-    let args = ModelArgs {
-        model: Some(model.to_string()),
-        image_size: (1024, 1024),
-        ..Default::default()
-    };
-    let settings = Settings::resolve(
-        &args,
-        doc.body_model(),
-        None,
-        doc.dialect,
-        None,
-        &mut Vec::new(),
-    );
-    Counter::new(&settings, doc.dialect).document(&doc).unwrap()
+    common::count_as(value, Some(model))
 }
 
 fn cases() -> Vec<Value> {

@@ -2,10 +2,10 @@
 //! developer has exported (`CTX_MODEL`, `CTX_PROFILE`, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, a
 //! proxy) or keeps in `~/.config/ctx/ctx.toml` must not change an outcome. A test that means a
 //! variable sets it after [`isolate`] with `.env`.
-#![allow(dead_code)]
 
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Output, Stdio};
 
 /// The variables that reach `ctx` from a developer's shell and can change what it does.
 fn is_ambient(name: &str) -> bool {
@@ -91,6 +91,15 @@ pub struct Run {
 }
 
 impl Run {
+    /// Fails unless stderr holds `wanted`.
+    pub fn assert_stderr_has(&self, wanted: &str) {
+        assert!(
+            self.stderr.contains(wanted),
+            "{wanted:?} is not on stderr: {}",
+            self.stderr
+        );
+    }
+
     /// Stdout as JSON; fails the test when it is not.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
@@ -98,19 +107,33 @@ impl Run {
     }
 }
 
-/// Runs `ctx ARGS`, isolated, with the variables of `env` set and `input` on stdin (written
-/// from a thread, so a large input cannot block on a full stdout pipe).
+/// Runs `ctx ARGS`, isolated, with the variables of `env` set and `input` on stdin.
 pub fn run(args: &[&str], env: &[(&str, &str)], input: impl Into<Vec<u8>>) -> Run {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = command()
-        .envs(env.iter().copied())
-        .args(args)
-        .stdin(Stdio::piped())
+    let out = output(command().envs(env.iter().copied()).args(args), input);
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `cmd` with `input` on stdin and returns what it wrote.
+pub fn output(cmd: &mut Command, input: impl Into<Vec<u8>>) -> Output {
+    feed(spawn(cmd), input)
+}
+
+/// Starts `cmd` with stdin, stdout and stderr piped.
+pub fn spawn(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn ctx");
+        .expect("spawn ctx")
+}
+
+/// Writes `input` to the child's stdin from a thread (so a large input cannot block on a full
+/// stdout pipe), waits for the child and returns what it wrote.
+pub fn feed(mut child: Child, input: impl Into<Vec<u8>>) -> Output {
     let mut stdin = child.stdin.take().expect("piped stdin");
     let input = input.into();
     // ctx may stop reading early (an error): a broken pipe is not the test's failure.
@@ -119,9 +142,5 @@ pub fn run(args: &[&str], env: &[(&str, &str)], input: impl Into<Vec<u8>>) -> Ru
     });
     let out = child.wait_with_output().expect("wait for ctx");
     writer.join().expect("stdin writer");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    out
 }
