@@ -69,7 +69,7 @@ fn assert_same(encoding: Encoding, text: &str) {
         );
     }
     assert_eq!(
-        encoding.count(text).unwrap(),
+        encoding.count(text),
         expected.len(),
         "{encoding} count of {text:?}"
     );
@@ -451,7 +451,7 @@ fn megabyte_runs_count_exactly() {
             );
             let expected: usize = pieces.iter().map(|p| whole.encode_ordinary(p).len()).sum();
             assert_eq!(
-                encoding.count(&text).unwrap(),
+                encoding.count(&text),
                 expected,
                 "{encoding}: count of a run of {:?}",
                 &text[..1]
