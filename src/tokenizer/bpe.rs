@@ -186,7 +186,7 @@ impl Ranks {
         };
         let len = key.len() as u32;
         let h = (lo ^ hi.rotate_left(23) ^ len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let entry = &mut cache.entries[(h >> 50) as usize];
+        let entry = &mut cache.entries[(h >> (64 - CACHE_BITS)) as usize];
         if entry.0 == lo && entry.1 == hi && entry.2 == len {
             return entry.3;
         }
@@ -497,10 +497,14 @@ pub struct Scratch {
     cache: LookupCache,
 }
 
+/// The lookup cache holds 2^CACHE_BITS entries.
+const CACHE_BITS: u32 = 14;
+
 /// A direct-mapped cache of short-key lookups: (key bytes 0..8 and 8..16, zero-padded; key
-/// length, 0 for an empty entry; rank or u32::MAX). 4096 entries, 96 KB. `owner` is the address of the `Ranks`
-/// whose ranks it holds; a scratch used with another encoding starts it afresh. The entries are
-/// allocated on first use: most texts are counted without a single merge.
+/// length, 0 for an empty entry; rank or u32::MAX). 2^[`CACHE_BITS`] = 16,384 entries of 24
+/// bytes, 384 KB; the top bits of a key's hash pick its entry. `owner` is the address of the
+/// `Ranks` whose ranks it holds; a scratch used with another encoding starts it afresh. The
+/// entries are allocated on first use: most texts are counted without a single merge.
 #[derive(Default)]
 struct LookupCache {
     entries: Box<[(u64, u64, u32, u32)]>,
@@ -514,7 +518,7 @@ impl LookupCache {
         let owner = ranks as *const Ranks as usize;
         if self.owner != owner {
             if self.entries.is_empty() {
-                self.entries = vec![(0, 0, 0, 0); 16384].into_boxed_slice();
+                self.entries = vec![(0, 0, 0, 0); 1 << CACHE_BITS].into_boxed_slice();
             } else {
                 self.entries.fill((0, 0, 0, 0));
             }
