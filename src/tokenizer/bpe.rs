@@ -14,7 +14,9 @@ use super::hash::{key_prefix, token_hash};
 pub struct Ranks {
     /// Token bytes in rank order.
     bytes: &'static [u8],
-    /// u32 offset of each rank's bytes, plus the end.
+    /// u32 offset of each rank's bytes, plus the end (for the tests: counting finds a token's
+    /// bytes through its hash slot).
+    #[cfg(test)]
     offsets: &'static [u8],
     /// One byte per hash slot: 0 when empty, else 0x80 | the hash's low 7 bits.
     control: &'static [u8],
@@ -47,11 +49,13 @@ const OVERLAP: usize = 1 << 10;
 
 impl Ranks {
     /// The number of rank values (one more than the largest rank).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.offsets.len() / 4 - 1
     }
 
     /// The bytes of token `rank` (empty for a rank the encoding does not use).
+    #[cfg(test)]
     pub fn token(&self, rank: u32) -> &'static [u8] {
         let at = rank as usize * 4;
         let start = u32::from_le_bytes(self.offsets[at..at + 4].try_into().expect("4 bytes"));
@@ -211,7 +215,9 @@ impl Ranks {
         scratch.parts.len() - 1
     }
 
-    /// Appends the ranks `piece` encodes to.
+    /// Appends the ranks `piece` encodes to (ctx only counts; the tests compare every token
+    /// with the reference).
+    #[cfg(test)]
     pub fn encode_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) {
         if piece.is_empty() {
             return;
