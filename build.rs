@@ -13,6 +13,8 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use base64::Engine as _;
+
 include!("src/tokenizer/hash.rs");
 include!("src/tokenizer/classes.rs");
 
@@ -108,9 +110,12 @@ fn parse_rank_file(path: &Path, text: &str) -> Vec<(Vec<u8>, u32)> {
         if line.is_empty() {
             continue;
         }
-        let parsed = line
-            .split_once(' ')
-            .and_then(|(b64, rank)| Some((decode_base64(b64)?, rank.parse::<u32>().ok()?)));
+        let parsed = line.split_once(' ').and_then(|(b64, rank)| {
+            Some((
+                base64::engine::general_purpose::STANDARD.decode(b64).ok()?,
+                rank.parse::<u32>().ok()?,
+            ))
+        });
         let Some(token) = parsed else {
             panic!("{}:{}: expected 'base64 rank'", path.display(), n + 1);
         };
@@ -126,34 +131,6 @@ fn parse_rank_file(path: &Path, text: &str) -> Vec<(Vec<u8>, u32)> {
         path.display()
     );
     tokens
-}
-
-fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let text = text.trim_end_matches('=').as_bytes();
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    for chunk in text.chunks(4) {
-        let mut acc = 0u32;
-        for &c in chunk {
-            acc = (acc << 6) | value(c)?;
-        }
-        match chunk.len() {
-            4 => out.extend_from_slice(&[(acc >> 16) as u8, (acc >> 8) as u8, acc as u8]),
-            3 => out.extend_from_slice(&[(acc >> 10) as u8, (acc >> 2) as u8]),
-            2 => out.push((acc >> 4) as u8),
-            _ => return None,
-        }
-    }
-    Some(out)
 }
 
 /// Writes the bytes, offsets and hash-slot arrays of one encoding; returns the index shift.

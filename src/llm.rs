@@ -175,7 +175,12 @@ impl BaseUrl {
     /// The `Authorization` value for the URL's credentials: HTTP Basic auth.
     fn basic_auth(&self) -> Option<String> {
         self.credentials.as_ref().map(|(user, password)| {
-            format!("Basic {}", base64(format!("{user}:{password}").as_bytes()))
+            use base64::Engine as _;
+            let pair = format!("{user}:{password}");
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
         })
     }
 
@@ -265,28 +270,6 @@ fn percent_decode(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Standard base64 with padding, for HTTP Basic auth.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for k in 0..4 {
-            if k <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * k)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Where and how to call the model. `Debug` redacts the key and the URL's credentials.
@@ -859,7 +842,7 @@ mod tests {
         );
         assert_eq!(
             u.basic_auth().as_deref(),
-            Some(format!("Basic {}", base64(b"al@ice:pa:ss-word")).as_str())
+            Some("Basic YWxAaWNlOnBhOnNzLXdvcmQ=")
         );
         let debug = format!("{:?}", UrlArg("http://u:secret-pw@h/v1?key=abcdef".into()));
         assert!(
@@ -925,12 +908,15 @@ mod tests {
     }
 
     #[test]
-    fn base64_and_percent_decoding() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"martin:secret"), "bWFydGluOnNlY3JldA==");
+    fn basic_auth_and_percent_decoding() {
+        let basic = |url: &str| BaseUrl::parse(url).unwrap().basic_auth();
+        assert_eq!(basic("http://h/v1"), None);
+        assert_eq!(basic("http://f@h/v1").as_deref(), Some("Basic Zjo="));
+        assert_eq!(basic("http://fo:o@h/v1").as_deref(), Some("Basic Zm86bw=="));
+        assert_eq!(
+            basic("http://martin:secret@h/v1").as_deref(),
+            Some("Basic bWFydGluOnNlY3JldA==")
+        );
         assert_eq!(percent_decode("a%40b%2"), "a@b%2");
         assert_eq!(percent_decode("%zz%41"), "%zzA");
     }
