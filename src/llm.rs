@@ -2,9 +2,10 @@
 //! OpenAI-compatible `/chat/completions` endpoint ([`chat`]) and to the providers' token-counting
 //! endpoints (`count --exact`, through [`post`]). One call builds one `ureq::Agent` with a global
 //! timeout, posts the request, retries 429, 5xx, timeouts and connection errors with capped
-//! exponential backoff (honouring `Retry-After`), reads error bodies itself so the server's
-//! message reaches the user, and accepts only a reply its caller can read: an empty or malformed
-//! reply is an error, never a result. The API key never appears in any error text.
+//! exponential backoff (honouring `Retry-After`, in seconds or as an HTTP date), reads error
+//! bodies itself so the server's message reaches the user, and accepts only a reply its caller
+//! can read: an empty or malformed reply is an error, never a result. The API key never appears
+//! in any error text.
 //!
 //! It also owns the base URL ([`BaseUrl`]): checked once, the request's path put before its
 //! query string, credentials written into it (`user:password@`) sent as HTTP Basic auth, and
@@ -14,7 +15,7 @@
 
 use std::fmt;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
@@ -498,8 +499,7 @@ fn attempt<T>(
         .headers()
         .get("retry-after")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
+        .and_then(|v| retry_after(v, SystemTime::now()));
     if (300..400).contains(&status) {
         let to = response
             .headers()
@@ -541,6 +541,58 @@ fn attempt<T>(
             why,
             status: Some(status),
         },
+    }
+}
+
+/// How long a `Retry-After` value asks to wait at `now`: a number of seconds, or an HTTP date
+/// (RFC 9110's IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`), a date already past meaning at
+/// once. `None` when it is neither, so the usual backoff applies.
+fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = http_date(value)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The time an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`, stands for (RFC 9110 5.6.7).
+fn http_date(text: &str) -> Option<SystemTime> {
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (day_name, rest) = text.split_once(", ")?;
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let [day, month, year, time, "GMT"] = fields[..] else {
+        return None;
+    };
+    let number = |s: &str, digits: usize| -> Option<i64> {
+        (s.len() == digits && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
+    };
+    let (day, year) = (number(day, 2)?, number(year, 4)?);
+    let month = MONTHS.iter().position(|&m| m == month)? as i64 + 1;
+    let hms: Vec<&str> = time.split(':').collect();
+    let [h, m, s] = hms[..] else {
+        return None;
+    };
+    let (h, m, s) = (number(h, 2)?, number(m, 2)?, number(s, 2)?);
+    if !DAYS.contains(&day_name) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    // Days since 1970-01-01 in the proleptic Gregorian calendar, counting years from March so
+    // that the leap day ends a year.
+    let (y, mp) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let days = y.div_euclid(4) - y.div_euclid(100) + y.div_euclid(400) + y * 365;
+    let days = days + (153 * mp + 2) / 5 + day - 1 - 719_468;
+    let seconds = days * 86_400 + h * 3600 + m * 60 + s;
+    match u64::try_from(seconds) {
+        Ok(after) => UNIX_EPOCH.checked_add(Duration::from_secs(after)),
+        Err(_) => UNIX_EPOCH.checked_sub(Duration::from_secs(seconds.unsigned_abs())),
     }
 }
 
@@ -928,5 +980,63 @@ mod tests {
             "http://[redacted]@other:1/v1?key=[redacted]"
         );
         assert_eq!(redact_location("/v2?token=abc"), "/v2?token=[redacted]");
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        let at = |v: &str| retry_after(v, now);
+        assert_eq!(at("120"), Some(Duration::from_secs(120)));
+        assert_eq!(at(" 0 "), Some(Duration::ZERO));
+        assert_eq!(
+            at("Sun, 06 Nov 1994 08:50:07 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            at("Mon, 07 Nov 1994 08:49:37 GMT"),
+            Some(Duration::from_secs(86_400))
+        );
+        // A date already past: at once.
+        assert_eq!(at("Sun, 06 Nov 1994 08:49:36 GMT"), Some(Duration::ZERO));
+        assert_eq!(at("Thu, 01 Jan 1970 00:00:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(at("Fri, 01 Jan 1960 00:00:00 GMT"), Some(Duration::ZERO));
+        // Neither: the usual backoff.
+        for bad in [
+            "",
+            "soon",
+            "-5",
+            "1.5",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 November 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT",
+            "Sun, 32 Nov 1994 08:49:37 GMT",
+            "Xyz, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+        ] {
+            assert_eq!(at(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn http_dates_are_read_exactly() {
+        let seconds = |v: &str| {
+            http_date(v)
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map(|d| d.as_secs())
+        };
+        assert_eq!(seconds("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(seconds("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(seconds("Tue, 29 Feb 2000 12:00:00 GMT"), Some(951_825_600));
+        assert_eq!(seconds("Wed, 01 Mar 2000 00:00:00 GMT"), Some(951_868_800));
+        assert_eq!(
+            seconds("Sat, 31 Dec 2016 23:59:60 GMT"),
+            Some(1_483_228_800)
+        );
+        assert_eq!(
+            seconds("Fri, 31 Dec 9999 23:59:59 GMT"),
+            Some(253_402_300_799)
+        );
     }
 }
