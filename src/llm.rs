@@ -1,11 +1,11 @@
 //! The HTTP client of ctx, and the only module that talks HTTP: JSON POSTs to the summarizer's
 //! OpenAI-compatible `/chat/completions` endpoint ([`chat`]) and to the providers' token-counting
-//! endpoints (`count --exact`, through [`post`]). One call builds one `ureq::Agent` with a global
-//! timeout, posts the request, retries 429, 5xx, timeouts and connection errors with capped
-//! exponential backoff (honouring `Retry-After`, in seconds or as an HTTP date), reads error
-//! bodies itself so the server's message reaches the user, and accepts only a reply its caller
-//! can read: an empty or malformed reply is an error, never a result. The API key never appears
-//! in any error text.
+//! endpoints (`count --exact`, through [`post`]). A [`Client`] holds one `ureq::Agent` with a
+//! global timeout, whose connections its calls share; a call posts the request, retries 429,
+//! 5xx, timeouts and connection errors with capped exponential backoff (honouring
+//! `Retry-After`, in seconds or as an HTTP date), reads error bodies itself so the server's
+//! message reaches the user, and accepts only a reply its caller can read: an empty or malformed
+//! reply is an error, never a result. The API key never appears in any error text.
 //!
 //! It also owns the base URL ([`BaseUrl`]): checked once, the request's path put before its
 //! query string, credentials written into it (`user:password@`) sent as HTTP Basic auth, and
@@ -392,70 +392,101 @@ pub struct Replied<T> {
     pub latency: Duration,
 }
 
-/// Posts `req` to `{base_url}/chat/completions`, retrying as [`Endpoint`] says.
+/// Posts `req` to `{base_url}/chat/completions`, retrying as [`Endpoint`] says. One call, one
+/// connection: calls that follow one another should share a [`Client`].
 pub fn chat(endpoint: &Endpoint, req: &ChatRequest) -> Result<ChatReply, LlmError> {
-    // Only `max_tokens`: every OpenAI-compatible server accepts it, while the newer
-    // `max_completion_tokens` is rejected by some of them.
-    let body = json!({
-        "model": req.model,
-        "messages": req.messages,
-        "max_tokens": req.max_tokens,
-    });
-    let post_req = Post {
-        path: "chat/completions",
-        key_header: KeyHeader::Bearer,
-        headers: &[],
-        body: &body,
-    };
-    let replied = post(endpoint, &post_req, parse_reply)?;
-    Ok(ChatReply {
-        attempts: replied.attempts,
-        latency: replied.latency,
-        ..replied.value
-    })
+    Client::new(endpoint.clone()).chat(req)
 }
 
-/// Posts `req` under the endpoint's base URL, retrying 429, 5xx, timeouts and connection errors
-/// as [`Endpoint`] says, and reads a 2xx body with `parse` (whose error, like every other, ends
-/// the call: a reply the caller cannot read is not retried).
+/// [`Client::post`] through a client of its own.
 pub fn post<T>(
     endpoint: &Endpoint,
     req: &Post<'_>,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<Replied<T>, LlmError> {
-    let url = endpoint.base_url.join(req.path);
-    let body = serde_json::to_vec(req.body).map_err(|e| LlmError {
-        message: format!("cannot encode the request: {e}"),
-        status: None,
-    })?;
-    // No redirects: following one would send the conversation (and the key) wherever the
-    // server points; a 3xx reply is reported instead.
-    let config = ureq::Agent::config_builder()
-        .timeout_global(Some(endpoint.timeout))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build();
-    let agent: ureq::Agent = config.into();
+    Client::new(endpoint.clone()).post(req, parse)
+}
 
-    let started = Instant::now();
-    let mut attempts: u32 = 0;
-    let mut backoff = FIRST_BACKOFF;
-    loop {
-        attempts = attempts.saturating_add(1);
-        match attempt(&agent, endpoint, req, &url, &body, &parse) {
-            Attempt::Done(value) => {
-                return Ok(Replied {
-                    value,
-                    attempts,
-                    latency: started.elapsed(),
-                });
-            }
-            Attempt::Retry { wait, .. } if attempts <= endpoint.retries => {
-                thread::sleep(wait.unwrap_or(backoff).min(endpoint.max_backoff));
-                backoff = backoff.saturating_mul(2);
-            }
-            Attempt::Retry { why, status, .. } | Attempt::Fail { why, status } => {
-                return Err(failure(endpoint, req.path, &why, status, attempts));
+/// An endpoint and the HTTP agent its calls share: the calls of one client reuse its open
+/// connections (keep-alive) rather than each opening its own, as a summary sent in parts and
+/// then combined makes several calls in a row.
+pub struct Client {
+    endpoint: Endpoint,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    pub fn new(endpoint: Endpoint) -> Client {
+        // No redirects: following one would send the conversation (and the key) wherever the
+        // server points; a 3xx reply is reported instead.
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(endpoint.timeout))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .build();
+        Client {
+            endpoint,
+            agent: config.into(),
+        }
+    }
+
+    /// Posts `req` to `{base_url}/chat/completions`, retrying as [`Endpoint`] says.
+    pub fn chat(&self, req: &ChatRequest) -> Result<ChatReply, LlmError> {
+        // Only `max_tokens`: every OpenAI-compatible server accepts it, while the newer
+        // `max_completion_tokens` is rejected by some of them.
+        let body = json!({
+            "model": req.model,
+            "messages": req.messages,
+            "max_tokens": req.max_tokens,
+        });
+        let post_req = Post {
+            path: "chat/completions",
+            key_header: KeyHeader::Bearer,
+            headers: &[],
+            body: &body,
+        };
+        let replied = self.post(&post_req, parse_reply)?;
+        Ok(ChatReply {
+            attempts: replied.attempts,
+            latency: replied.latency,
+            ..replied.value
+        })
+    }
+
+    /// Posts `req` under the endpoint's base URL, retrying 429, 5xx, timeouts and connection
+    /// errors as [`Endpoint`] says, and reads a 2xx body with `parse` (whose error, like every
+    /// other, ends the call: a reply the caller cannot read is not retried).
+    pub fn post<T>(
+        &self,
+        req: &Post<'_>,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Replied<T>, LlmError> {
+        let endpoint = &self.endpoint;
+        let url = endpoint.base_url.join(req.path);
+        let body = serde_json::to_vec(req.body).map_err(|e| LlmError {
+            message: format!("cannot encode the request: {e}"),
+            status: None,
+        })?;
+        let started = Instant::now();
+        let mut attempts: u32 = 0;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            attempts = attempts.saturating_add(1);
+            match attempt(&self.agent, endpoint, req, &url, &body, &parse) {
+                Attempt::Done(value) => {
+                    return Ok(Replied {
+                        value,
+                        attempts,
+                        latency: started.elapsed(),
+                    });
+                }
+                Attempt::Retry { wait, .. } if attempts <= endpoint.retries => {
+                    thread::sleep(wait.unwrap_or(backoff).min(endpoint.max_backoff));
+                    backoff = backoff.saturating_mul(2);
+                }
+                Attempt::Retry { why, status, .. } | Attempt::Fail { why, status } => {
+                    return Err(failure(endpoint, req.path, &why, status, attempts));
+                }
             }
         }
     }
@@ -751,6 +782,12 @@ fn scrub(message: &str, secret: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
     use super::*;
 
     fn endpoint(key: Option<&str>) -> Endpoint {
@@ -1038,5 +1075,122 @@ mod tests {
             seconds("Fri, 31 Dec 9999 23:59:59 GMT"),
             Some(253_402_300_799)
         );
+    }
+
+    /// A keep-alive HTTP/1.1 server on 127.0.0.1: it answers each request it reads with the
+    /// next of `replies` (status, extra header line, body), on the same connection, and counts
+    /// the connections and requests. Returns its base URL and the two counts.
+    fn keep_alive_server(
+        replies: Vec<(u16, &'static str, String)>,
+    ) -> (BaseUrl, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let (connections, requests) =
+            (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (c, r) = (Arc::clone(&connections), Arc::clone(&requests));
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                c.fetch_add(1, Ordering::SeqCst);
+                let (replies, r) = (Arc::clone(&replies), Arc::clone(&r));
+                thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut stream = stream;
+                    loop {
+                        let mut length = 0;
+                        let mut line = String::new();
+                        loop {
+                            line.clear();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line.trim().is_empty() {
+                                break;
+                            }
+                            if let Some((name, value)) = line.split_once(':')
+                                && name.eq_ignore_ascii_case("content-length")
+                            {
+                                length = value.trim().parse().unwrap();
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        reader.read_exact(&mut body).unwrap();
+                        r.fetch_add(1, Ordering::SeqCst);
+                        let Some((status, header, body)) = replies.lock().unwrap().pop_front()
+                        else {
+                            return;
+                        };
+                        let head = format!(
+                            "HTTP/1.1 {status} Whatever\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{header}\r\n",
+                            body.len()
+                        );
+                        stream.write_all(head.as_bytes()).unwrap();
+                        stream.write_all(body.as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        (BaseUrl::parse(&base).unwrap(), connections, requests)
+    }
+
+    fn reply(text: &str) -> (u16, &'static str, String) {
+        let body = json!({"choices": [{"message": {"content": text}}]});
+        (200, "", body.to_string())
+    }
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            model: "m".into(),
+            messages: vec![json!({"role": "user", "content": "hi"})],
+            max_tokens: 10,
+        }
+    }
+
+    /// The calls of one client share its connection: a summary sent in three parts opens one.
+    #[test]
+    fn a_clients_calls_share_one_connection() {
+        let (base_url, connections, requests) =
+            keep_alive_server(vec![reply("one"), reply("two"), reply("three")]);
+        let client = Client::new(Endpoint {
+            base_url,
+            ..endpoint(None)
+        });
+        for text in ["one", "two", "three"] {
+            assert_eq!(client.chat(&request()).unwrap().text, text);
+        }
+        assert_eq!(requests.load(Ordering::SeqCst), 3);
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+        // Calls without a shared client open a connection each (as every call once did).
+        let (base_url, connections, _) = keep_alive_server(vec![reply("a"), reply("b")]);
+        let endpoint = Endpoint {
+            base_url,
+            ..endpoint(None)
+        };
+        chat(&endpoint, &request()).unwrap();
+        chat(&endpoint, &request()).unwrap();
+        assert_eq!(connections.load(Ordering::SeqCst), 2);
+    }
+
+    /// A `Retry-After` date is waited for, within the cap on every wait.
+    #[test]
+    fn a_retry_after_date_is_honoured_and_capped() {
+        let busy = (
+            429,
+            "Retry-After: Fri, 31 Dec 9999 23:59:59 GMT\r\n",
+            "{}".to_string(),
+        );
+        let (base_url, _, requests) = keep_alive_server(vec![busy, reply("done")]);
+        let client = Client::new(Endpoint {
+            base_url,
+            retries: 1,
+            max_backoff: Duration::from_millis(50),
+            ..endpoint(None)
+        });
+        let started = Instant::now();
+        let reply = client.chat(&request()).unwrap();
+        assert_eq!((reply.text.as_str(), reply.attempts), ("done", 2));
+        assert_eq!(requests.load(Ordering::SeqCst), 2);
+        assert!(started.elapsed() < Duration::from_secs(2));
     }
 }

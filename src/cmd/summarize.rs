@@ -552,7 +552,10 @@ impl Summarizer {
         counter: &Counter,
         max_tokens: usize,
     ) -> Result<(String, bool)> {
-        let endpoint = self.endpoint.as_ref().expect("llm engine has an endpoint");
+        // One client for all the calls of this summary (its parts, then combining them), so
+        // that they share a connection.
+        let endpoint = self.endpoint.clone().expect("llm engine has an endpoint");
+        let client = crate::llm::Client::new(endpoint);
         let context = context_block(context, dialect, counter)?;
         let window = crate::models::lookup(model).map_or(128_000, |m| m.context_window) as usize;
         let fixed = [
@@ -601,7 +604,7 @@ impl Summarizer {
                 ],
                 max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
             };
-            let reply = crate::llm::chat(endpoint, &req).map_err(|e| self.explain(e))?;
+            let reply = client.chat(&req).map_err(|e| self.explain(e))?;
             if reply.truncated {
                 cut_short.set(true);
             }
