@@ -53,26 +53,21 @@ enum Fast {
     Gpt2,
 }
 
-static O200K_BASE: Spec = Spec {
-    ranks: &bpe::O200K_BASE,
-    pattern: pattern::O200K_BASE,
-    fast: Some(Fast::O200k),
-};
-static CL100K_BASE: Spec = Spec {
-    ranks: &bpe::CL100K_BASE,
-    pattern: pattern::CL100K_BASE,
-    fast: Some(Fast::Cl100k),
-};
-static P50K_BASE: Spec = Spec {
-    ranks: &bpe::P50K_BASE,
-    pattern: pattern::P50K_BASE,
-    fast: Some(Fast::Gpt2),
-};
-static R50K_BASE: Spec = Spec {
-    ranks: &bpe::R50K_BASE,
-    pattern: pattern::R50K_BASE,
-    fast: Some(Fast::Gpt2),
-};
+impl Spec {
+    const fn new(ranks: &'static Ranks, pattern: &'static Pattern, fast: Option<Fast>) -> Spec {
+        Spec {
+            ranks,
+            pattern,
+            fast,
+        }
+    }
+}
+
+// The built-in encodings (o200k_harmony counts as o200k_base: their ordinary tokens are the same).
+static O200K_BASE: Spec = Spec::new(&bpe::O200K_BASE, pattern::O200K_BASE, Some(Fast::O200k));
+static CL100K_BASE: Spec = Spec::new(&bpe::CL100K_BASE, pattern::CL100K_BASE, Some(Fast::Cl100k));
+static P50K_BASE: Spec = Spec::new(&bpe::P50K_BASE, pattern::P50K_BASE, Some(Fast::Gpt2));
+static R50K_BASE: Spec = Spec::new(&bpe::R50K_BASE, pattern::R50K_BASE, Some(Fast::Gpt2));
 
 impl Encoding {
     /// Every encoding, in the order `--help` lists them.

@@ -141,13 +141,22 @@ fn emit(ast: &Ast, out: &mut String) {
     }
 }
 
+/// The one node of `nodes`, or `wrap` of them all.
+fn one_or(mut nodes: Vec<Ast>, wrap: fn(Vec<Ast>) -> Ast) -> Ast {
+    if nodes.len() == 1 {
+        nodes.pop().expect("one node")
+    } else {
+        wrap(nodes)
+    }
+}
+
 struct Parser<'a> {
     src: &'a str,
     at: usize,
     classes: &'a mut Vec<Vec<(u32, u32)>>,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn fail(&self, what: &str) -> ! {
         panic!(
             "split pattern {:?}: {what} at byte {} (see src/tokenizer/compile.rs for what a pattern may use)",
@@ -175,17 +184,24 @@ impl Parser<'_> {
         c
     }
 
+    /// The text up to the next `end`, moving past that `end`.
+    fn through(&mut self, end: char) -> &'a str {
+        let src = self.src;
+        let Some(len) = src[self.at..].find(end) else {
+            self.fail(&format!("a missing '{end}'"));
+        };
+        let text = &src[self.at..self.at + len];
+        self.at += len + end.len_utf8();
+        text
+    }
+
     /// `a|b|...` up to a `)` or the end.
     fn alternation(&mut self, fold: bool) -> Ast {
         let mut branches = vec![self.concatenation(fold)];
         while self.eat("|") {
             branches.push(self.concatenation(fold));
         }
-        if branches.len() == 1 {
-            branches.pop().expect("one branch")
-        } else {
-            Ast::Alt(branches)
-        }
+        one_or(branches, Ast::Alt)
     }
 
     fn concatenation(&mut self, fold: bool) -> Ast {
@@ -197,11 +213,7 @@ impl Parser<'_> {
             let atom = self.atom(fold);
             items.push(self.quantified(atom));
         }
-        if items.len() == 1 {
-            items.pop().expect("one item")
-        } else {
-            Ast::Concat(items)
-        }
+        one_or(items, Ast::Concat)
     }
 
     fn quantified(&mut self, atom: Ast) -> Ast {
@@ -211,23 +223,18 @@ impl Parser<'_> {
             (0, u32::MAX)
         } else if self.eat("+") {
             (1, u32::MAX)
-        } else if self.peek() == Some('{') {
-            let close = self.src[self.at..]
-                .find('}')
-                .unwrap_or_else(|| self.fail("an unclosed '{'"));
-            let inside = &self.src[self.at + 1..self.at + close];
+        } else if self.eat("{") {
+            let inside = self.through('}');
             let number = |s: &str| -> u32 {
                 s.trim()
                     .parse()
                     .unwrap_or_else(|_| self.fail("a repetition count that is not a number"))
             };
-            let bounds = match inside.split_once(',') {
+            match inside.split_once(',') {
                 None => (number(inside), number(inside)),
                 Some((lo, hi)) if hi.trim().is_empty() => (number(lo), u32::MAX),
                 Some((lo, hi)) => (number(lo), number(hi)),
-            };
-            self.at += close + 1;
-            bounds
+            }
         } else {
             return atom;
         };
@@ -262,11 +269,8 @@ impl Parser<'_> {
             '\\' => match self.next() {
                 'A' => Ast::Start,
                 'z' => Ast::End,
-                'p' | 'P' | 'x' | 'u' | 'U' if self.peek() == Some('{') => {
-                    let close = self.src[self.at..]
-                        .find('}')
-                        .unwrap_or_else(|| self.fail("an unclosed '{'"));
-                    self.at += close + 1;
+                'p' | 'P' | 'x' | 'u' | 'U' if self.eat("{") => {
+                    self.through('}');
                     self.char_class(start, fold)
                 }
                 'p' | 'P' => {
@@ -334,10 +338,7 @@ impl Parser<'_> {
         } else if self.src[self.at..].starts_with("?<=") || self.src[self.at..].starts_with("?<!") {
             self.fail("a look-behind, which the matcher lacks")
         } else if self.eat("?P<") || self.eat("?<") {
-            let close = self.src[self.at..]
-                .find('>')
-                .unwrap_or_else(|| self.fail("an unclosed group name"));
-            self.at += close + 1;
+            self.through('>'); // the group's name
             self.alternation(fold)
         } else if self.peek() == Some('?') {
             self.fail("a flag the matcher lacks (only `i`, in a group: `(?i:...)`)")
