@@ -468,25 +468,25 @@ mod tests {
     }
 
     #[test]
-    fn openai_tiles() {
-        let s = OpenAiImageScheme::Tiles {
+    fn openai_tiles_and_patches() {
+        let tiles = OpenAiImageScheme::Tiles {
             base: 85,
             tile: 170,
         };
-        assert_eq!(openai_image_tokens(1024, 1024, false, &s), 765);
-        assert_eq!(openai_image_tokens(2048, 4096, false, &s), 1105);
-        assert_eq!(openai_image_tokens(4096, 8192, true, &s), 85);
-        assert_eq!(openai_image_tokens(512, 512, false, &s), 255);
-    }
-
-    #[test]
-    fn openai_patches() {
+        let patches = OpenAiImageScheme::Patches { multiplier: 1.62 };
+        for (w, h, low_detail, scheme, tokens) in [
+            (1024, 1024, false, tiles, 765),
+            (2048, 4096, false, tiles, 1105),
+            (4096, 8192, true, tiles, 85),
+            (512, 512, false, tiles, 255),
+            (1024, 1024, false, patches, 1659),
+            (1024, 1024, true, patches, 1659),
+        ] {
+            assert_eq!(openai_image_tokens(w, h, low_detail, &scheme), tokens);
+        }
         assert_eq!(openai_image_patches(1024, 1024), 1024);
         assert_eq!(openai_image_patches(1800, 2400), 1452);
         assert!(openai_image_patches(u32::MAX, 1) <= 1536);
-        let s = OpenAiImageScheme::Patches { multiplier: 1.62 };
-        assert_eq!(openai_image_tokens(1024, 1024, false, &s), 1659);
-        assert_eq!(openai_image_tokens(1024, 1024, true, &s), 1659);
     }
 
     #[test]

@@ -962,30 +962,28 @@ mod tests {
     }
 
     #[test]
-    fn only_openai_over_https_is_openai() {
-        let is = |u: &str| BaseUrl::parse(u).unwrap().is_openai();
-        assert!(is("https://api.openai.com/v1"));
-        assert!(is("https://API.openai.com:443/v1"));
-        assert!(!is("http://api.openai.com/v1"));
-        assert!(!is("https://api.openai.com.evil.example/v1"));
-        assert!(!is("https://evil.example/api.openai.com/v1"));
-        assert!(!is("https://api.openai.com@evil.example/v1"));
-    }
-
-    #[test]
     fn a_providers_own_host_is_https_and_exactly_that_host() {
-        let is = |u: &str| {
-            BaseUrl::parse(u)
-                .unwrap()
-                .is_https_host("api.anthropic.com")
-        };
-        assert!(is("https://api.anthropic.com"));
-        assert!(is("https://API.anthropic.com:443/"));
-        assert!(!is("http://api.anthropic.com"));
-        assert!(!is("https://api.anthropic.com:8443"));
-        assert!(!is("https://api.anthropic.com.evil.example"));
-        assert!(!is("https://evil.example/api.anthropic.com"));
-        assert!(!is("https://api.anthropic.com@evil.example"));
+        for host in ["api.openai.com", "api.anthropic.com"] {
+            let is = |u: &str| {
+                let url = BaseUrl::parse(&u.replace("HOST", host)).unwrap();
+                let own = url.is_https_host(host);
+                if host == "api.openai.com" {
+                    assert_eq!(url.is_openai(), own, "{u}");
+                }
+                own
+            };
+            assert!(is("https://HOST/v1"));
+            assert!(is(&format!(
+                "https://{}:443/v1",
+                host.replacen("api", "API", 1)
+            )));
+            assert!(is("https://HOST:443/"));
+            assert!(!is("http://HOST/v1"));
+            assert!(!is("https://HOST:8443"));
+            assert!(!is("https://HOST.evil.example/v1"));
+            assert!(!is("https://evil.example/HOST/v1"));
+            assert!(!is("https://HOST@evil.example/v1"));
+        }
     }
 
     #[test]
