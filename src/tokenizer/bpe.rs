@@ -249,6 +249,10 @@ impl Ranks {
     /// tiktoken's merge loop for short pieces: `scratch.parts` ends up holding the start of each
     /// final part plus the end of the piece. Entry i also holds the rank of merging parts i and
     /// i + 1.
+    ///
+    /// Kept out of line: inlined into `count_piece`, its only caller outside the tests, it made
+    /// counting take 3% more instructions.
+    #[inline(never)]
     fn merge_scan(&self, piece: &[u8], scratch: &mut Scratch) {
         let Scratch {
             parts,
