@@ -194,7 +194,7 @@ mod tests {
             "{command}"
         );
         assert!(command.ends_with(" chars cut]"), "{command}");
-        assert!(enc.count(command).unwrap() <= 50);
+        assert!(enc.count(command) <= 50);
         assert_eq!(parsed["timeout"], json!(30));
         assert_eq!(parsed["tags"], json!(["a", "b"]));
         let once = args.clone();

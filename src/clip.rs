@@ -58,13 +58,13 @@ pub fn is_clipped(text: &str) -> bool {
 /// degrades to the shortest that fits, in this order: the bare marker (`marker_text(total)`), then
 /// `"[...]"`, then the empty string.
 pub fn clip_middle(enc: Encoding, text: &str, max_tokens: usize) -> Result<Option<String>> {
-    let total = enc.count(text)?;
+    let total = enc.count(text);
     if total <= max_tokens {
         return Ok(None);
     }
     let bare = marker_text(total);
-    if enc.count(&bare)? > max_tokens {
-        let short = if enc.count(SHORT_MARKER)? <= max_tokens {
+    if enc.count(&bare) > max_tokens {
+        let short = if enc.count(SHORT_MARKER) <= max_tokens {
             SHORT_MARKER
         } else {
             ""
@@ -158,7 +158,7 @@ pub fn thousands(n: usize) -> String {
 /// When not even the bare marker fits, the result is the bare marker (recognised by
 /// [`is_cut_marker`]) if that is shorter than `text`, else `Ok(None)`.
 pub fn clip_start(enc: Encoding, text: &str, max_tokens: usize) -> Result<Option<String>> {
-    let total = enc.count(text)?;
+    let total = enc.count(text);
     if total <= max_tokens {
         return Ok(None);
     }
@@ -169,11 +169,11 @@ pub fn clip_start(enc: Encoding, text: &str, max_tokens: usize) -> Result<Option
         let head = &text[..end];
         let cut = n - head.chars().count();
         let s = format!("{head}{}", cut_marker(cut));
-        Ok((enc.count(&s)? <= max_tokens).then_some(s))
+        Ok((enc.count(&s) <= max_tokens).then_some(s))
     };
     let Some(best) = candidate(0)? else {
         let bare = cut_marker(n);
-        return Ok((enc.count(&bare)? < total).then_some(bare));
+        return Ok((enc.count(&bare) < total).then_some(bare));
     };
     // `text` is over budget, so it is not empty; keep at least one char out.
     largest_fit(best, n - 1, max_tokens, candidate).map(Some)
@@ -236,10 +236,10 @@ impl<'a> Clipper<'a> {
         let tail_chars = keep - head_chars;
         let head = &self.text[..self.head_end(head_chars)];
         let tail = &self.text[self.tail_start(tail_chars)..];
-        let kept = self.enc.count(head)? + self.enc.count(tail)?;
+        let kept = self.enc.count(head) + self.enc.count(tail);
         let omitted = self.total.saturating_sub(kept);
         let clipped = format!("{head}{}{tail}", marker_text(omitted));
-        Ok((self.enc.count(&clipped)? <= self.max_tokens).then_some(clipped))
+        Ok((self.enc.count(&clipped) <= self.max_tokens).then_some(clipped))
     }
 
     /// Byte offset where a head of about `chars` chars ends: at a line break (before any `\r`) or
@@ -777,7 +777,7 @@ mod tests {
     fn clipped_results_fit_are_idempotent_and_keep_head_and_tail() {
         for (name, text) in texts() {
             for enc in ENCODINGS {
-                let total = enc.count(&text).unwrap();
+                let total = enc.count(&text);
                 for budget in BUDGETS {
                     let ctx = format!("{name} {enc} budget {budget}");
                     let Some(result) = clip_middle(enc, &text, budget).unwrap() else {
@@ -785,11 +785,11 @@ mod tests {
                         continue;
                     };
                     assert!(total > budget, "{ctx}: clipped while within budget");
-                    let got = enc.count(&result).unwrap();
+                    let got = enc.count(&result);
                     assert!(got <= budget, "{ctx}: {got} tokens");
                     assert_eq!(clip_middle(enc, &result, budget).unwrap(), None, "{ctx}");
                     if result.is_empty() || result == SHORT_MARKER {
-                        assert!(enc.count(&marker_text(total)).unwrap() > budget, "{ctx}");
+                        assert!(enc.count(&marker_text(total)) > budget, "{ctx}");
                         assert!(!is_clipped(&result), "{ctx}");
                         continue;
                     }
@@ -798,7 +798,7 @@ mod tests {
                     assert!(text.starts_with(head), "{ctx}: head is not a prefix");
                     assert!(text.ends_with(tail), "{ctx}: tail is not a suffix");
                     assert!(head.len() + tail.len() < text.len(), "{ctx}: overlap");
-                    let kept = enc.count(head).unwrap() + enc.count(tail).unwrap();
+                    let kept = enc.count(head) + enc.count(tail);
                     assert_eq!(omitted, total.saturating_sub(kept), "{ctx}: omitted count");
                 }
             }
@@ -810,7 +810,7 @@ mod tests {
         let text = prose(40_000);
         for enc in ENCODINGS {
             let result = clip_middle(enc, &text, 1000).unwrap().unwrap();
-            let got = enc.count(&result).unwrap();
+            let got = enc.count(&result);
             assert!(got > 900, "{enc}: only {got} of 1000 tokens used");
             let (head, _, tail) = split(&result);
             assert!(
@@ -875,10 +875,10 @@ mod tests {
     fn small_budgets_degrade_as_documented() {
         let text = prose(3000);
         let enc = Encoding::O200kBase;
-        let total = enc.count(&text).unwrap();
+        let total = enc.count(&text);
         let bare = marker_text(total);
-        let bare_tokens = enc.count(&bare).unwrap();
-        let short_tokens = enc.count(SHORT_MARKER).unwrap();
+        let bare_tokens = enc.count(&bare);
+        let short_tokens = enc.count(SHORT_MARKER);
         assert!(short_tokens < bare_tokens);
         assert_eq!(clip_middle(enc, &text, 0).unwrap().as_deref(), Some(""));
         for budget in 1..short_tokens {
@@ -893,7 +893,7 @@ mod tests {
         }
         let got = clip_middle(enc, &text, bare_tokens).unwrap().unwrap();
         assert!(is_clipped(&got));
-        assert!(enc.count(&got).unwrap() <= bare_tokens);
+        assert!(enc.count(&got) <= bare_tokens);
     }
 
     #[test]
@@ -902,7 +902,7 @@ mod tests {
             assert_eq!(clip_middle(enc, "", 0).unwrap(), None);
             assert_eq!(clip_middle(enc, "short text", 100).unwrap(), None);
             let text = prose(2000);
-            let total = enc.count(&text).unwrap();
+            let total = enc.count(&text);
             assert_eq!(clip_middle(enc, &text, total).unwrap(), None);
             assert!(clip_middle(enc, &text, total - 1).unwrap().is_some());
         }
@@ -1147,17 +1147,14 @@ mod tests {
                 for max in [3, 10, 40, 200] {
                     let ctx = format!("{name} {enc} {max}");
                     let Some(cut) = clip_start(enc, &text, max).unwrap() else {
-                        assert!(enc.count(&text).unwrap() <= max, "{ctx}");
+                        assert!(enc.count(&text) <= max, "{ctx}");
                         continue;
                     };
                     if is_cut_marker(&cut) {
-                        assert!(
-                            enc.count(&cut).unwrap() < enc.count(&text).unwrap(),
-                            "{ctx}"
-                        );
+                        assert!(enc.count(&cut) < enc.count(&text), "{ctx}");
                         continue;
                     }
-                    assert!(enc.count(&cut).unwrap() <= max, "{ctx}");
+                    assert!(enc.count(&cut) <= max, "{ctx}");
                     assert_eq!(clip_start(enc, &cut, max).unwrap(), None, "{ctx}");
                     let open = cut.rfind(CUT_OPEN).expect("a marker");
                     assert!(text.starts_with(&cut[..open]), "{ctx}: not the start");
@@ -1199,7 +1196,7 @@ mod tests {
             let text: String = chars.into_iter().collect();
             let enc = ENCODINGS[which];
             if let Some(result) = clip_middle(enc, &text, budget).unwrap() {
-                prop_assert!(enc.count(&result).unwrap() <= budget);
+                prop_assert!(enc.count(&result) <= budget);
                 prop_assert_eq!(clip_middle(enc, &result, budget).unwrap(), None);
             }
         }

@@ -177,7 +177,7 @@ impl<'a> Counter<'a> {
 
     /// Counts plain text.
     pub fn text(&self, s: &str) -> Result<usize> {
-        self.enc().count(s)
+        Ok(self.enc().count(s))
     }
 
     /// Counts a whole document.

@@ -395,7 +395,7 @@ impl Ledger {
         for _ in 0..6 {
             costed.shrink(enc, target)?;
             let out = costed.ledger().render();
-            let n = enc.count(&out)?;
+            let n = enc.count(&out);
             if n <= max {
                 return Ok(out);
             }
@@ -404,7 +404,7 @@ impl Ledger {
         // Not reached in practice: the estimate is a sum of the parts' counts.
         let out = costed.ledger().render();
         let out = clip_middle(enc, &out, max)?.unwrap_or(out);
-        Ok(if enc.count(&out)? <= max {
+        Ok(if enc.count(&out) <= max {
             out
         } else {
             String::new()
@@ -444,20 +444,20 @@ impl Costed {
         let mut headers = [0; 5];
         for k in 0..5 {
             for i in &ledger.lists[k].list {
-                items[k].0.push(enc.count(&i.line())? + 1);
+                items[k].0.push(enc.count(&i.line()) + 1);
             }
-            headers[k] = enc.count(&format!("{}:", LIST_HEADERS[k]))? + 2;
+            headers[k] = enc.count(&format!("{}:", LIST_HEADERS[k])) + 2;
         }
         let line = |header: &str, t: &Option<String>| -> Result<usize> {
             Ok(match t {
-                Some(t) => enc.count(&format!("{header}: {t}"))? + 2,
+                Some(t) => enc.count(&format!("{header}: {t}")) + 2,
                 None => 0,
             })
         };
         let earlier = if ledger.earlier.is_empty() {
             0
         } else {
-            enc.count(&ledger.earlier.join("\n> "))? + ledger.earlier.len() + 4
+            enc.count(&ledger.earlier.join("\n> ")) + ledger.earlier.len() + 4
         };
         let mut c = Costed {
             task: line(TASK_HEADER, &ledger.task)?,
@@ -526,9 +526,7 @@ impl Costed {
                     self.earlier = if self.ledger.earlier.is_empty() {
                         0
                     } else {
-                        enc.count(&self.ledger.earlier.join("\n> "))?
-                            + self.ledger.earlier.len()
-                            + 4
+                        enc.count(&self.ledger.earlier.join("\n> ")) + self.ledger.earlier.len() + 4
                     };
                     self.total += self.earlier;
                 }
@@ -589,14 +587,14 @@ fn shorter(
     let Some(t) = text else {
         return Ok((None, 0));
     };
-    let overhead = cost.saturating_sub(enc.count(t)?);
+    let overhead = cost.saturating_sub(enc.count(t));
     let want = cost.saturating_sub(excess).saturating_sub(overhead);
     if want < MIN_TEXT_TOKENS {
         return Ok((None, 0));
     }
     match clip_clean(enc, t, want)? {
         Some(c) => {
-            let cost = enc.count(&format!("{header}: {c}"))? + 2;
+            let cost = enc.count(&format!("{header}: {c}")) + 2;
             Ok((Some(c), cost))
         }
         None => Ok((None, 0)),
@@ -1635,7 +1633,7 @@ fn clip_clean(enc: Encoding, text: &str, max: usize) -> Result<Option<String>> {
     if text.is_empty() {
         return Ok(None);
     }
-    if enc.count(text)? <= max {
+    if enc.count(text) <= max {
         return Ok(Some(text.to_string()));
     }
     // No token is shorter than a char: nothing past this many chars can fit.
@@ -1649,7 +1647,7 @@ fn clip_clean(enc: Encoding, text: &str, max: usize) -> Result<Option<String>> {
         .chain(std::iter::once(limit).filter(|&l| l < text.len() && text.is_char_boundary(l)))
         .collect();
     let fits = |end: usize| -> Result<bool> {
-        Ok(enc.count(&format!("{} …", text[..end].trim_end()))? <= max)
+        Ok(enc.count(&format!("{} …", text[..end].trim_end())) <= max)
     };
     // The longest prefix ending at a word break that fits (prefix counts grow with length).
     let (mut lo, mut hi) = (0usize, words.len());
@@ -2201,7 +2199,7 @@ mod tests {
         let out = ledger(&[long], Task::InRange(0));
         let task = out.lines().next().unwrap();
         assert!(task.ends_with(". …"), "{task}");
-        assert!(ENC.count(task).unwrap() <= TASK_TOKENS + 2, "{task}");
+        assert!(ENC.count(task) <= TASK_TOKENS + 2, "{task}");
     }
 
     #[test]
@@ -2340,7 +2338,7 @@ mod tests {
     fn a_clipped_ledger_is_still_merged() {
         let msgs = openhands();
         let full = ledger(&msgs, Task::InRange(0));
-        let clipped = clip_middle(ENC, &full, ENC.count(&full).unwrap() / 2)
+        let clipped = clip_middle(ENC, &full, ENC.count(&full) / 2)
             .unwrap()
             .unwrap();
         assert!(is_clipped(&clipped));
@@ -2372,9 +2370,9 @@ mod tests {
         }
         msgs.push(json!({"role": "assistant", "content": "Now the docs."}));
         let full = ledger(&msgs, Task::Kept);
-        let n = ENC.count(&full).unwrap();
+        let n = ENC.count(&full);
         let out = summarize(&msgs, ENC, n / 2, None, Task::Kept).unwrap();
-        assert!(ENC.count(&out).unwrap() <= n / 2);
+        assert!(ENC.count(&out) <= n / 2);
         // The oldest actions went first; the newest stay, and so do the errors, the files, the
         // task reference and the latest state.
         let actions = section(&out, "Actions");
@@ -2389,7 +2387,7 @@ mod tests {
         assert!(out.contains("Latest state: Now the docs."), "{out}");
         // Very small: the latest state and the task reference are the last to go.
         let tiny = summarize(&msgs, ENC, 40, None, Task::Kept).unwrap();
-        assert!(ENC.count(&tiny).unwrap() <= 40, "{tiny}");
+        assert!(ENC.count(&tiny) <= 40, "{tiny}");
         assert!(tiny.contains("Latest state: Now the docs."), "{tiny}");
         assert!(!tiny.contains("Actions:"), "{tiny}");
     }
@@ -2429,7 +2427,7 @@ mod tests {
                 for prev in [None, Some(previous.as_str()), Some(as_ledger.as_str())] {
                     for task in [Task::InRange(0), Task::Kept, Task::None] {
                         let out = summarize(&msgs, enc, max, prev, task).unwrap();
-                        assert!(enc.count(&out).unwrap() <= max, "{max}: {out}");
+                        assert!(enc.count(&out) <= max, "{max}: {out}");
                     }
                 }
             }
@@ -2468,7 +2466,7 @@ mod tests {
         for max in [0, 10, 100, 1000] {
             for task in [Task::InRange(0), Task::InRange(99), Task::Kept, Task::None] {
                 let out = summarize(&msgs, ENC, max, Some(""), task).unwrap();
-                assert!(ENC.count(&out).unwrap() <= max);
+                assert!(ENC.count(&out) <= max);
             }
         }
         let out = summarize(&msgs, ENC, 500, None, Task::None).unwrap();

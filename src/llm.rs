@@ -1,8 +1,9 @@
 //! The HTTP client of ctx, and the only module that talks HTTP: JSON POSTs to the summarizer's
 //! OpenAI-compatible `/chat/completions` endpoint ([`chat`]) and to the providers' token-counting
-//! endpoints (`count --exact`, through [`post`]). One call builds one `ureq::Agent` with a global
-//! timeout, posts the request, retries 429, 5xx, timeouts and connection errors with capped
-//! exponential backoff (honouring `Retry-After`), reads error bodies itself so the server's
+//! endpoints (`count --exact`, through [`post`]). A [`Client`] holds one `ureq::Agent` with a
+//! global timeout, whose connections its calls share; a call posts the request, retries 429,
+//! 5xx, timeouts and connection errors with capped exponential backoff (honouring
+//! `Retry-After`, in seconds or as an HTTP date), reads error bodies itself so the server's
 //! message reaches the user, and accepts only a reply its caller can read: an empty or malformed
 //! reply is an error, never a result. The API key never appears in any error text.
 //!
@@ -14,7 +15,7 @@
 
 use std::fmt;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
@@ -175,7 +176,12 @@ impl BaseUrl {
     /// The `Authorization` value for the URL's credentials: HTTP Basic auth.
     fn basic_auth(&self) -> Option<String> {
         self.credentials.as_ref().map(|(user, password)| {
-            format!("Basic {}", base64(format!("{user}:{password}").as_bytes()))
+            use base64::Engine as _;
+            let pair = format!("{user}:{password}");
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
         })
     }
 
@@ -265,28 +271,6 @@ fn percent_decode(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Standard base64 with padding, for HTTP Basic auth.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for k in 0..4 {
-            if k <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * k)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Where and how to call the model. `Debug` redacts the key and the URL's credentials.
@@ -408,70 +392,101 @@ pub struct Replied<T> {
     pub latency: Duration,
 }
 
-/// Posts `req` to `{base_url}/chat/completions`, retrying as [`Endpoint`] says.
+/// Posts `req` to `{base_url}/chat/completions`, retrying as [`Endpoint`] says. One call, one
+/// connection: calls that follow one another should share a [`Client`].
 pub fn chat(endpoint: &Endpoint, req: &ChatRequest) -> Result<ChatReply, LlmError> {
-    // Only `max_tokens`: every OpenAI-compatible server accepts it, while the newer
-    // `max_completion_tokens` is rejected by some of them.
-    let body = json!({
-        "model": req.model,
-        "messages": req.messages,
-        "max_tokens": req.max_tokens,
-    });
-    let post_req = Post {
-        path: "chat/completions",
-        key_header: KeyHeader::Bearer,
-        headers: &[],
-        body: &body,
-    };
-    let replied = post(endpoint, &post_req, parse_reply)?;
-    Ok(ChatReply {
-        attempts: replied.attempts,
-        latency: replied.latency,
-        ..replied.value
-    })
+    Client::new(endpoint.clone()).chat(req)
 }
 
-/// Posts `req` under the endpoint's base URL, retrying 429, 5xx, timeouts and connection errors
-/// as [`Endpoint`] says, and reads a 2xx body with `parse` (whose error, like every other, ends
-/// the call: a reply the caller cannot read is not retried).
+/// [`Client::post`] through a client of its own.
 pub fn post<T>(
     endpoint: &Endpoint,
     req: &Post<'_>,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<Replied<T>, LlmError> {
-    let url = endpoint.base_url.join(req.path);
-    let body = serde_json::to_vec(req.body).map_err(|e| LlmError {
-        message: format!("cannot encode the request: {e}"),
-        status: None,
-    })?;
-    // No redirects: following one would send the conversation (and the key) wherever the
-    // server points; a 3xx reply is reported instead.
-    let config = ureq::Agent::config_builder()
-        .timeout_global(Some(endpoint.timeout))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build();
-    let agent: ureq::Agent = config.into();
+    Client::new(endpoint.clone()).post(req, parse)
+}
 
-    let started = Instant::now();
-    let mut attempts: u32 = 0;
-    let mut backoff = FIRST_BACKOFF;
-    loop {
-        attempts = attempts.saturating_add(1);
-        match attempt(&agent, endpoint, req, &url, &body, &parse) {
-            Attempt::Done(value) => {
-                return Ok(Replied {
-                    value,
-                    attempts,
-                    latency: started.elapsed(),
-                });
-            }
-            Attempt::Retry { wait, .. } if attempts <= endpoint.retries => {
-                thread::sleep(wait.unwrap_or(backoff).min(endpoint.max_backoff));
-                backoff = backoff.saturating_mul(2);
-            }
-            Attempt::Retry { why, status, .. } | Attempt::Fail { why, status } => {
-                return Err(failure(endpoint, req.path, &why, status, attempts));
+/// An endpoint and the HTTP agent its calls share: the calls of one client reuse its open
+/// connections (keep-alive) rather than each opening its own, as a summary sent in parts and
+/// then combined makes several calls in a row.
+pub struct Client {
+    endpoint: Endpoint,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    pub fn new(endpoint: Endpoint) -> Client {
+        // No redirects: following one would send the conversation (and the key) wherever the
+        // server points; a 3xx reply is reported instead.
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(endpoint.timeout))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .build();
+        Client {
+            endpoint,
+            agent: config.into(),
+        }
+    }
+
+    /// Posts `req` to `{base_url}/chat/completions`, retrying as [`Endpoint`] says.
+    pub fn chat(&self, req: &ChatRequest) -> Result<ChatReply, LlmError> {
+        // Only `max_tokens`: every OpenAI-compatible server accepts it, while the newer
+        // `max_completion_tokens` is rejected by some of them.
+        let body = json!({
+            "model": req.model,
+            "messages": req.messages,
+            "max_tokens": req.max_tokens,
+        });
+        let post_req = Post {
+            path: "chat/completions",
+            key_header: KeyHeader::Bearer,
+            headers: &[],
+            body: &body,
+        };
+        let replied = self.post(&post_req, parse_reply)?;
+        Ok(ChatReply {
+            attempts: replied.attempts,
+            latency: replied.latency,
+            ..replied.value
+        })
+    }
+
+    /// Posts `req` under the endpoint's base URL, retrying 429, 5xx, timeouts and connection
+    /// errors as [`Endpoint`] says, and reads a 2xx body with `parse` (whose error, like every
+    /// other, ends the call: a reply the caller cannot read is not retried).
+    pub fn post<T>(
+        &self,
+        req: &Post<'_>,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Replied<T>, LlmError> {
+        let endpoint = &self.endpoint;
+        let url = endpoint.base_url.join(req.path);
+        let body = serde_json::to_vec(req.body).map_err(|e| LlmError {
+            message: format!("cannot encode the request: {e}"),
+            status: None,
+        })?;
+        let started = Instant::now();
+        let mut attempts: u32 = 0;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            attempts = attempts.saturating_add(1);
+            match attempt(&self.agent, endpoint, req, &url, &body, &parse) {
+                Attempt::Done(value) => {
+                    return Ok(Replied {
+                        value,
+                        attempts,
+                        latency: started.elapsed(),
+                    });
+                }
+                Attempt::Retry { wait, .. } if attempts <= endpoint.retries => {
+                    thread::sleep(wait.unwrap_or(backoff).min(endpoint.max_backoff));
+                    backoff = backoff.saturating_mul(2);
+                }
+                Attempt::Retry { why, status, .. } | Attempt::Fail { why, status } => {
+                    return Err(failure(endpoint, req.path, &why, status, attempts));
+                }
             }
         }
     }
@@ -515,8 +530,7 @@ fn attempt<T>(
         .headers()
         .get("retry-after")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
+        .and_then(|v| retry_after(v, SystemTime::now()));
     if (300..400).contains(&status) {
         let to = response
             .headers()
@@ -558,6 +572,58 @@ fn attempt<T>(
             why,
             status: Some(status),
         },
+    }
+}
+
+/// How long a `Retry-After` value asks to wait at `now`: a number of seconds, or an HTTP date
+/// (RFC 9110's IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`), a date already past meaning at
+/// once. `None` when it is neither, so the usual backoff applies.
+fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = http_date(value)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The time an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`, stands for (RFC 9110 5.6.7).
+fn http_date(text: &str) -> Option<SystemTime> {
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (day_name, rest) = text.split_once(", ")?;
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let [day, month, year, time, "GMT"] = fields[..] else {
+        return None;
+    };
+    let number = |s: &str, digits: usize| -> Option<i64> {
+        (s.len() == digits && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
+    };
+    let (day, year) = (number(day, 2)?, number(year, 4)?);
+    let month = MONTHS.iter().position(|&m| m == month)? as i64 + 1;
+    let hms: Vec<&str> = time.split(':').collect();
+    let [h, m, s] = hms[..] else {
+        return None;
+    };
+    let (h, m, s) = (number(h, 2)?, number(m, 2)?, number(s, 2)?);
+    if !DAYS.contains(&day_name) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    // Days since 1970-01-01 in the proleptic Gregorian calendar, counting years from March so
+    // that the leap day ends a year.
+    let (y, mp) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let days = y.div_euclid(4) - y.div_euclid(100) + y.div_euclid(400) + y * 365;
+    let days = days + (153 * mp + 2) / 5 + day - 1 - 719_468;
+    let seconds = days * 86_400 + h * 3600 + m * 60 + s;
+    match u64::try_from(seconds) {
+        Ok(after) => UNIX_EPOCH.checked_add(Duration::from_secs(after)),
+        Err(_) => UNIX_EPOCH.checked_sub(Duration::from_secs(seconds.unsigned_abs())),
     }
 }
 
@@ -716,6 +782,12 @@ fn scrub(message: &str, secret: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
     use super::*;
 
     fn endpoint(key: Option<&str>) -> Endpoint {
@@ -859,7 +931,7 @@ mod tests {
         );
         assert_eq!(
             u.basic_auth().as_deref(),
-            Some(format!("Basic {}", base64(b"al@ice:pa:ss-word")).as_str())
+            Some("Basic YWxAaWNlOnBhOnNzLXdvcmQ=")
         );
         let debug = format!("{:?}", UrlArg("http://u:secret-pw@h/v1?key=abcdef".into()));
         assert!(
@@ -890,30 +962,28 @@ mod tests {
     }
 
     #[test]
-    fn only_openai_over_https_is_openai() {
-        let is = |u: &str| BaseUrl::parse(u).unwrap().is_openai();
-        assert!(is("https://api.openai.com/v1"));
-        assert!(is("https://API.openai.com:443/v1"));
-        assert!(!is("http://api.openai.com/v1"));
-        assert!(!is("https://api.openai.com.evil.example/v1"));
-        assert!(!is("https://evil.example/api.openai.com/v1"));
-        assert!(!is("https://api.openai.com@evil.example/v1"));
-    }
-
-    #[test]
     fn a_providers_own_host_is_https_and_exactly_that_host() {
-        let is = |u: &str| {
-            BaseUrl::parse(u)
-                .unwrap()
-                .is_https_host("api.anthropic.com")
-        };
-        assert!(is("https://api.anthropic.com"));
-        assert!(is("https://API.anthropic.com:443/"));
-        assert!(!is("http://api.anthropic.com"));
-        assert!(!is("https://api.anthropic.com:8443"));
-        assert!(!is("https://api.anthropic.com.evil.example"));
-        assert!(!is("https://evil.example/api.anthropic.com"));
-        assert!(!is("https://api.anthropic.com@evil.example"));
+        for host in ["api.openai.com", "api.anthropic.com"] {
+            let is = |u: &str| {
+                let url = BaseUrl::parse(&u.replace("HOST", host)).unwrap();
+                let own = url.is_https_host(host);
+                if host == "api.openai.com" {
+                    assert_eq!(url.is_openai(), own, "{u}");
+                }
+                own
+            };
+            assert!(is("https://HOST/v1"));
+            assert!(is(&format!(
+                "https://{}:443/v1",
+                host.replacen("api", "API", 1)
+            )));
+            assert!(is("https://HOST:443/"));
+            assert!(!is("http://HOST/v1"));
+            assert!(!is("https://HOST:8443"));
+            assert!(!is("https://HOST.evil.example/v1"));
+            assert!(!is("https://evil.example/HOST/v1"));
+            assert!(!is("https://HOST@evil.example/v1"));
+        }
     }
 
     #[test]
@@ -925,12 +995,15 @@ mod tests {
     }
 
     #[test]
-    fn base64_and_percent_decoding() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"martin:secret"), "bWFydGluOnNlY3JldA==");
+    fn basic_auth_and_percent_decoding() {
+        let basic = |url: &str| BaseUrl::parse(url).unwrap().basic_auth();
+        assert_eq!(basic("http://h/v1"), None);
+        assert_eq!(basic("http://f@h/v1").as_deref(), Some("Basic Zjo="));
+        assert_eq!(basic("http://fo:o@h/v1").as_deref(), Some("Basic Zm86bw=="));
+        assert_eq!(
+            basic("http://martin:secret@h/v1").as_deref(),
+            Some("Basic bWFydGluOnNlY3JldA==")
+        );
         assert_eq!(percent_decode("a%40b%2"), "a@b%2");
         assert_eq!(percent_decode("%zz%41"), "%zzA");
     }
@@ -942,5 +1015,180 @@ mod tests {
             "http://[redacted]@other:1/v1?key=[redacted]"
         );
         assert_eq!(redact_location("/v2?token=abc"), "/v2?token=[redacted]");
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        let at = |v: &str| retry_after(v, now);
+        assert_eq!(at("120"), Some(Duration::from_secs(120)));
+        assert_eq!(at(" 0 "), Some(Duration::ZERO));
+        assert_eq!(
+            at("Sun, 06 Nov 1994 08:50:07 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            at("Mon, 07 Nov 1994 08:49:37 GMT"),
+            Some(Duration::from_secs(86_400))
+        );
+        // A date already past: at once.
+        assert_eq!(at("Sun, 06 Nov 1994 08:49:36 GMT"), Some(Duration::ZERO));
+        assert_eq!(at("Thu, 01 Jan 1970 00:00:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(at("Fri, 01 Jan 1960 00:00:00 GMT"), Some(Duration::ZERO));
+        // Neither: the usual backoff.
+        for bad in [
+            "",
+            "soon",
+            "-5",
+            "1.5",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 November 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT",
+            "Sun, 32 Nov 1994 08:49:37 GMT",
+            "Xyz, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+        ] {
+            assert_eq!(at(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn http_dates_are_read_exactly() {
+        let seconds = |v: &str| {
+            http_date(v)
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map(|d| d.as_secs())
+        };
+        assert_eq!(seconds("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(seconds("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(seconds("Tue, 29 Feb 2000 12:00:00 GMT"), Some(951_825_600));
+        assert_eq!(seconds("Wed, 01 Mar 2000 00:00:00 GMT"), Some(951_868_800));
+        assert_eq!(
+            seconds("Sat, 31 Dec 2016 23:59:60 GMT"),
+            Some(1_483_228_800)
+        );
+        assert_eq!(
+            seconds("Fri, 31 Dec 9999 23:59:59 GMT"),
+            Some(253_402_300_799)
+        );
+    }
+
+    /// A keep-alive HTTP/1.1 server on 127.0.0.1: it answers each request it reads with the
+    /// next of `replies` (status, extra header line, body), on the same connection, and counts
+    /// the connections and requests. Returns its base URL and the two counts.
+    fn keep_alive_server(
+        replies: Vec<(u16, &'static str, String)>,
+    ) -> (BaseUrl, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let (connections, requests) =
+            (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (c, r) = (Arc::clone(&connections), Arc::clone(&requests));
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                c.fetch_add(1, Ordering::SeqCst);
+                let (replies, r) = (Arc::clone(&replies), Arc::clone(&r));
+                thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut stream = stream;
+                    loop {
+                        let mut length = 0;
+                        let mut line = String::new();
+                        loop {
+                            line.clear();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line.trim().is_empty() {
+                                break;
+                            }
+                            if let Some((name, value)) = line.split_once(':')
+                                && name.eq_ignore_ascii_case("content-length")
+                            {
+                                length = value.trim().parse().unwrap();
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        reader.read_exact(&mut body).unwrap();
+                        r.fetch_add(1, Ordering::SeqCst);
+                        let Some((status, header, body)) = replies.lock().unwrap().pop_front()
+                        else {
+                            return;
+                        };
+                        let head = format!(
+                            "HTTP/1.1 {status} Whatever\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{header}\r\n",
+                            body.len()
+                        );
+                        stream.write_all(head.as_bytes()).unwrap();
+                        stream.write_all(body.as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        (BaseUrl::parse(&base).unwrap(), connections, requests)
+    }
+
+    fn reply(text: &str) -> (u16, &'static str, String) {
+        let body = json!({"choices": [{"message": {"content": text}}]});
+        (200, "", body.to_string())
+    }
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            model: "m".into(),
+            messages: vec![json!({"role": "user", "content": "hi"})],
+            max_tokens: 10,
+        }
+    }
+
+    /// The calls of one client share its connection: a summary sent in three parts opens one.
+    #[test]
+    fn a_clients_calls_share_one_connection() {
+        let (base_url, connections, requests) =
+            keep_alive_server(vec![reply("one"), reply("two"), reply("three")]);
+        let client = Client::new(Endpoint {
+            base_url,
+            ..endpoint(None)
+        });
+        for text in ["one", "two", "three"] {
+            assert_eq!(client.chat(&request()).unwrap().text, text);
+        }
+        assert_eq!(requests.load(Ordering::SeqCst), 3);
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+        // Calls without a shared client open a connection each (as every call once did).
+        let (base_url, connections, _) = keep_alive_server(vec![reply("a"), reply("b")]);
+        let endpoint = Endpoint {
+            base_url,
+            ..endpoint(None)
+        };
+        chat(&endpoint, &request()).unwrap();
+        chat(&endpoint, &request()).unwrap();
+        assert_eq!(connections.load(Ordering::SeqCst), 2);
+    }
+
+    /// A `Retry-After` date is waited for, within the cap on every wait.
+    #[test]
+    fn a_retry_after_date_is_honoured_and_capped() {
+        let busy = (
+            429,
+            "Retry-After: Fri, 31 Dec 9999 23:59:59 GMT\r\n",
+            "{}".to_string(),
+        );
+        let (base_url, _, requests) = keep_alive_server(vec![busy, reply("done")]);
+        let client = Client::new(Endpoint {
+            base_url,
+            retries: 1,
+            max_backoff: Duration::from_millis(50),
+            ..endpoint(None)
+        });
+        let started = Instant::now();
+        let reply = client.chat(&request()).unwrap();
+        assert_eq!((reply.text.as_str(), reply.attempts), ("done", 2));
+        assert_eq!(requests.load(Ordering::SeqCst), 2);
+        assert!(started.elapsed() < Duration::from_secs(2));
     }
 }

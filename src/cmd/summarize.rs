@@ -600,7 +600,9 @@ impl Llm {
         counter: &Counter,
         max_tokens: usize,
     ) -> Result<(String, bool)> {
-        let endpoint = &self.endpoint;
+        // One client for all the calls of this summary (its parts, then combining them), so
+        // that they share a connection.
+        let client = crate::llm::Client::new(self.endpoint.clone());
         let context = context_block(context, dialect, counter)?;
         let window = crate::models::lookup(model).map_or(128_000, |m| m.context_window) as usize;
         let fixed = [
@@ -649,7 +651,7 @@ impl Llm {
                 ],
                 max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
             };
-            let reply = crate::llm::chat(endpoint, &req).map_err(|e| self.explain(e))?;
+            let reply = client.chat(&req).map_err(|e| self.explain(e))?;
             if reply.truncated {
                 cut_short.set(true);
             }
@@ -1501,7 +1503,7 @@ fn call_text(enc: Encoding, name: &str, args: &Value) -> Result<String> {
 /// engineer looks at first survives the shortening.
 fn result_text(enc: Encoding, text: &str, is_error: bool) -> Result<String> {
     let text = text.trim();
-    let tokens = enc.count(text)?;
+    let tokens = enc.count(text);
     if tokens <= RESULT_TOKENS {
         return Ok(if is_error {
             format!("[error] {text}")
@@ -1562,7 +1564,7 @@ mod tests {
         assert!(out.contains("\nstep 0 done\n"), "{out}");
         assert!(out.ends_with("error: cannot open src/lib.rs"), "{out}");
         assert!(!out.contains("step 150 done"), "{out}");
-        assert!(enc.count(&out).unwrap() < RESULT_TOKENS + 60, "{out}");
+        assert!(enc.count(&out) < RESULT_TOKENS + 60, "{out}");
     }
 
     #[test]
@@ -1578,7 +1580,7 @@ mod tests {
             "{out}"
         );
         assert!(out.ends_with(r#"","n":[1,2]})]"#), "{out}");
-        assert!(enc.count(&out).unwrap() <= ARG_TOKENS + 30, "{out}");
+        assert!(enc.count(&out) <= ARG_TOKENS + 30, "{out}");
         // Arguments that are not JSON are shown as text.
         assert_eq!(
             call_text(enc, "f", &Value::String("not json".into())).unwrap(),

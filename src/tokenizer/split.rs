@@ -3,8 +3,9 @@
 //! Each function returns where the piece that starts at byte `i` ends, exactly as the leftmost-
 //! first regex match of the encoding's pattern would (the patterns are quoted on each function).
 //! They read the text once, left to right, in constant stack space, so a megabyte-long run of one
-//! character is as cheap as any other megabyte. tests/tokenizer.rs compares them with tiktoken-rs
-//! (which runs the patterns with fancy-regex) on the corpus and on generated text.
+//! character is as cheap as any other megabyte. They are the fast paths of the patterns that
+//! pattern.rs runs generically; tests.rs compares both with tiktoken-rs (which runs the patterns
+//! with fancy-regex) on the corpus and on generated text.
 
 use super::classes::{LETTER, LOWER, NUMBER, SPACE, UPPER};
 
@@ -26,7 +27,7 @@ pub fn class_of(cp: u32) -> u8 {
 
 /// The code point that starts at byte `i` of valid UTF-8, and its length in bytes.
 #[inline]
-fn char_at(b: &[u8], i: usize) -> (u32, usize) {
+pub(super) fn char_at(b: &[u8], i: usize) -> (u32, usize) {
     let b0 = b[i] as u32;
     if b0 < 0x80 {
         (b0, 1)

@@ -1310,8 +1310,8 @@ fn twenty_thousand_tiny_messages() {
 // Megabyte-long runs that make regex pre-tokenizers misbehave (SPEC §3 Robustness)
 // ---------------------------------------------------------------------------------------------
 
-/// The run inside `doc` is counted (exit 0; tests/tokenizer.rs checks the counts of such runs
-/// against the reference), and so is the document after it. `check`, which does not
+/// The run inside `doc` is counted (exit 0; src/tokenizer/tests.rs checks the counts of such
+/// runs against the reference), and so is the document after it. `check`, which does not
 /// tokenize, accepts both.
 fn assert_long_run_is_handled(doc: Value) {
     let input = jsonl([&doc, &follower()]);

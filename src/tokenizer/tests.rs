@@ -5,15 +5,142 @@
 //! whitespace runs, digits, contractions, emoji, CJK, marks) for every encoding, and on
 //! megabyte-long runs, where the reference's regex cannot split the text (fancy-regex overflows
 //! its stack) and so the split is given by construction and the merges come from tiktoken-rs's
-//! own byte-pair code.
+//! own byte-pair code. Each text is split both by the hand-written pre-tokenizer and by the
+//! encoding's pattern on the generic matcher, and both must split it as the reference does. The
+//! generic matcher is also compared with fancy-regex on other tokenizers' patterns.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use ctx::tokenizer::Encoding;
 use proptest::prelude::*;
 use tiktoken_rs::CoreBPE;
+
+use super::*;
+
+#[test]
+fn counts_known_strings() {
+    // Values from OpenAI's "How to count tokens with tiktoken" cookbook.
+    assert_eq!(Encoding::Cl100kBase.count("tiktoken is great!"), 6);
+    assert_eq!(Encoding::O200kBase.count("お誕生日おめでとう"), 8);
+    assert_eq!(Encoding::Cl100kBase.count("お誕生日おめでとう"), 9);
+    assert_eq!(Encoding::P50kBase.count("お誕生日おめでとう"), 14);
+    assert_eq!(Encoding::R50kBase.count("お誕生日おめでとう"), 14);
+}
+
+#[test]
+fn special_token_text_is_ordinary_text() {
+    assert!(Encoding::O200kBase.count("<|endoftext|>") > 1);
+}
+
+#[test]
+fn parse_rejects_unknown() {
+    assert_eq!(
+        Encoding::parse("cl100k_base").unwrap(),
+        Encoding::Cl100kBase
+    );
+    assert!(
+        Encoding::parse("gpt2")
+            .unwrap_err()
+            .to_string()
+            .contains("o200k_base")
+    );
+}
+
+#[test]
+fn approx_is_an_upper_bound_on_hard_strings() {
+    assert_eq!(approx_count(""), 0);
+    assert_eq!(approx_count("hello world"), 4);
+    assert_eq!(approx_count("お誕生日"), 8);
+    for text in [
+        " ",
+        "\n- ",
+        "Kiwi",
+        "suzie",
+        "Do a bing bong",
+        "pamelafox-boolean",
+        "ephemeral",
+        "observation",
+        "call_xK8mN2pQr5vSjTyL9hB3zWc",
+        "toolu_01JPiYRg5YH3kq9zwgCtaZLh",
+        "MICROSECONDS since 1970-01-01T00:00:00Z",
+        "  0     0    0     0 --:--:-- --:--:--     0",
+        "{\"location\": \"Paris, France\", \"unit\": \"celsius\"}",
+        "お誕生日おめでとう",
+        "你决定前往熊猫炭岛体育馆挑战火属性馆主布莱恩。",
+        "emoji 😀👍🏽 family 👨\u{200d}👩\u{200d}👧 flag 🇫🇷",
+        "Привет, мир! Γειά σου Κόσμε! مرحبا بالعالم",
+        "fn main() {\n    println!(\"{}\", 42);\n}\n",
+    ] {
+        let approx = approx_count(text);
+        for e in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let exact = e.count(text);
+            assert!(approx >= exact, "{text:?}: approx {approx} < {exact} ({e})");
+        }
+    }
+}
+
+/// The hand-written pre-tokenizer `fast` names.
+fn splitter(fast: Fast) -> fn(&[u8], usize) -> usize {
+    match fast {
+        Fast::O200k => split::o200k,
+        Fast::Cl100k => split::cl100k,
+        Fast::Gpt2 => split::gpt2,
+    }
+}
+
+/// The data of an exact encoding.
+fn spec(encoding: Encoding) -> &'static Spec {
+    encoding.spec().expect("an exact encoding")
+}
+
+/// The pieces the encoding's hand-written pre-tokenizer splits `text` into.
+fn pieces(encoding: Encoding, text: &str) -> Vec<&str> {
+    let split = splitter(spec(encoding).fast.expect("a hand-written pre-tokenizer"));
+    let mut pieces = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        let end = split(text.as_bytes(), i);
+        pieces.push(&text[i..end]);
+        i = end;
+    }
+    pieces
+}
+
+/// The pieces the encoding's pattern, run by the generic matcher, splits `text` into.
+fn pattern_pieces(encoding: Encoding, text: &str) -> Vec<&str> {
+    matches(spec(encoding).pattern, text)
+}
+
+fn matches<'t>(pattern: &Pattern, text: &'t str) -> Vec<&'t str> {
+    let mut pieces = Vec::new();
+    pattern.for_each_piece(text.as_bytes(), |start, end| pieces.push(&text[start..end]));
+    pieces
+}
+
+/// The token ranks of `text` (special-token strings as ordinary text).
+fn encode(encoding: Encoding, text: &str) -> Vec<u32> {
+    let ranks = spec(encoding).ranks;
+    let mut out = Vec::new();
+    let mut scratch = Scratch::default();
+    for piece in pieces(encoding, text) {
+        ranks.encode_piece(piece.as_bytes(), &mut scratch, &mut out);
+    }
+    out
+}
+
+/// The bytes of token `rank`, if the encoding has it.
+fn token_bytes(encoding: Encoding, rank: u32) -> Option<&'static [u8]> {
+    let ranks = spec(encoding).ranks;
+    ((rank as usize) < ranks.len()).then(|| ranks.token(rank))
+}
+
+/// The count through the generic matcher, as an encoding without a hand-written
+/// pre-tokenizer is counted.
+fn count_by_pattern(encoding: Encoding, text: &str) -> usize {
+    let spec = spec(encoding);
+    count_with_pattern(spec.ranks, spec.pattern, text.as_bytes())
+}
 
 /// The exact encodings, with the reference constructor of each.
 type Reference = fn() -> anyhow::Result<CoreBPE>;
@@ -57,21 +184,31 @@ fn assert_same(encoding: Encoding, text: &str) {
         .map(|m| m.unwrap().as_str())
         .collect();
     assert_eq!(
-        encoding.pieces(text),
+        pieces(encoding, text),
         expected_pieces,
         "{encoding} splits {text:?} differently"
     );
+    assert_eq!(
+        pattern_pieces(encoding, text),
+        expected_pieces,
+        "{encoding}'s pattern splits {text:?} differently"
+    );
     let expected = reference(encoding).encode_ordinary(text);
-    let actual = encoding.encode(text).unwrap();
+    let actual = encode(encoding, text);
     if actual != expected {
         panic!(
             "{encoding} encodes {text:?} differently\n  ctx:       {actual:?}\n  reference: {expected:?}"
         );
     }
     assert_eq!(
-        encoding.count(text).unwrap(),
+        encoding.count(text),
         expected.len(),
         "{encoding} count of {text:?}"
+    );
+    assert_eq!(
+        count_by_pattern(encoding, text),
+        expected.len(),
+        "{encoding} count of {text:?} through its pattern"
     );
 }
 
@@ -97,13 +234,13 @@ fn rank_tables_equal_the_reference() {
         let ranks = reference_ranks(encoding);
         for (bytes, &rank) in &ranks {
             assert_eq!(
-                encoding.token_bytes(rank),
+                token_bytes(encoding, rank),
                 Some(bytes.as_slice()),
                 "{encoding} rank {rank}"
             );
         }
         let ours = (0..210_000u32)
-            .filter(|&r| encoding.token_bytes(r).is_some_and(|b| !b.is_empty()))
+            .filter(|&r| token_bytes(encoding, r).is_some_and(|b| !b.is_empty()))
             .count();
         assert_eq!(ours, ranks.len(), "{encoding}: number of tokens");
     }
@@ -394,7 +531,7 @@ fn pieces_longer_than_a_merge_window_encode_like_the_reference() {
         Encoding::Cl100kBase,
         Encoding::R50kBase,
     ] {
-        assert_eq!(encoding.pieces(&text).len(), 1);
+        assert_eq!(pieces(encoding, &text).len(), 1);
         assert_same(encoding, &text);
     }
 }
@@ -441,7 +578,12 @@ fn megabyte_runs_count_exactly() {
             ("7".repeat(N), digits_split(N)),
         ];
         for (text, lengths) in cases {
-            let pieces = encoding.pieces(&text);
+            let pieces = pieces(encoding, &text);
+            assert!(
+                pattern_pieces(encoding, &text) == pieces,
+                "{encoding}: the pattern splits a run of {:?} differently",
+                &text[..1]
+            );
             let got: Vec<usize> = pieces.iter().map(|p| p.len()).collect();
             assert_eq!(
                 got,
@@ -451,11 +593,76 @@ fn megabyte_runs_count_exactly() {
             );
             let expected: usize = pieces.iter().map(|p| whole.encode_ordinary(p).len()).sum();
             assert_eq!(
-                encoding.count(&text).unwrap(),
+                encoding.count(&text),
                 expected,
                 "{encoding}: count of a run of {:?}",
                 &text[..1]
             );
+            assert_eq!(
+                count_by_pattern(encoding, &text),
+                expected,
+                "{encoding}: count of a run of {:?} through its pattern",
+                &text[..1]
+            );
         }
+    }
+}
+
+/// The patterns build.rs compiled are tiktoken's, character for character.
+#[test]
+fn the_compiled_patterns_are_the_references() {
+    for (encoding, _) in ENCODINGS {
+        let expected = match encoding {
+            Encoding::O200kBase | Encoding::O200kHarmony => tiktoken_rs::O200K_BASE_PAT_STR,
+            Encoding::Cl100kBase => CL100K_PATTERN,
+            _ => GPT2_PATTERN,
+        };
+        assert_eq!(spec(encoding).pattern.source, expected, "{encoding}");
+    }
+}
+
+/// The generic matcher's matches of each of build.rs's test patterns (other tokenizers' split
+/// patterns, and the matcher's features tiktoken's patterns do not use) are fancy-regex's.
+fn assert_matches_like_fancy_regex(text: &str) {
+    static CELLS: OnceLock<Vec<fancy_regex::Regex>> = OnceLock::new();
+    let references = CELLS.get_or_init(|| {
+        (pattern::TEST_PATTERNS.iter())
+            .map(|p| fancy_regex::Regex::new(p.source).unwrap())
+            .collect()
+    });
+    for (pattern, reference) in pattern::TEST_PATTERNS.iter().zip(references) {
+        let expected: Vec<&str> = reference
+            .find_iter(text)
+            .map(|m| m.unwrap().as_str())
+            .collect();
+        assert_eq!(
+            matches(pattern, text),
+            expected,
+            "{:?} on {text:?}",
+            pattern.source
+        );
+    }
+}
+
+#[test]
+fn other_patterns_match_like_fancy_regex_on_edge_cases() {
+    for text in [
+        "",
+        "Hello, World! it's 2024-01-01; THEY'LL   go\n\n  x",
+        "aab ab ac aabc abababc a.b. end.   ",
+        "12345 x 123x 1234x 99x",
+        "  \t lead and trail \r\n ",
+        "中文字符，标点。 ſ'S 'll",
+    ] {
+        assert_matches_like_fancy_regex(text);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn other_patterns_match_like_fancy_regex(text in tricky_text()) {
+        assert_matches_like_fancy_regex(&text);
     }
 }
