@@ -72,24 +72,7 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
             }
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            let values = text
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("[possible values: "))
-                .map(|v| format!(" (one of: {}", v.trim_end_matches(']')))
-                .map_or(String::new(), |v| v + ")");
-            // `--note` is a flag; its text has a flag of its own.
-            let hint = if first.contains("for '--note'") {
-                " (for your own text: --note-text TEXT)"
-            } else {
-                ""
-            };
-            stderr_line(&format!(
-                "ctx: {}{values}{hint} (see --help)",
-                one_line(first)
-            ));
+            stderr_line(&format!("ctx: {}", cmd::usage::one_line(&e)));
             return ExitCode::from(2);
         }
     };

@@ -8,6 +8,7 @@ pub mod models;
 pub mod prune;
 pub mod summarize;
 pub mod truncate;
+pub mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
