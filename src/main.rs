@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use ctx::cmd::{self, Env, Outcome};
+use ctx::cmd::{self, Env, Exit, Outcome};
 use ctx::input::{self, Documents};
 use ctx::output::{self, Stdout, stderr_line};
 
@@ -59,7 +59,7 @@ fn main() -> ExitCode {
     let lookup = ctx::profile::Lookup::from_process();
     let argv = match ctx::profile::apply(std::env::args_os().collect(), &Cli::command(), &lookup) {
         Ok(a) => a,
-        Err(e) => return ExitCode::from(fail(&e)),
+        Err(e) => return fail(&e).into(),
     };
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
@@ -70,10 +70,15 @@ fn main() -> ExitCode {
                 || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             {
                 let _ = e.print();
-                return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+                return if e.use_stderr() {
+                    Exit::UsageOrInput
+                } else {
+                    Exit::Success
+                }
+                .into();
             }
             stderr_line(&format!("ctx: {}", cmd::usage::one_line(&e)));
-            return ExitCode::from(2);
+            return Exit::UsageOrInput.into();
         }
     };
     let env = Env::from_process();
@@ -137,13 +142,13 @@ fn main() -> ExitCode {
             Err(e) => fail(&e),
         },
     };
-    ExitCode::from(code)
+    code.into()
 }
 
-/// Reports a setup error and returns exit code 2.
-fn fail(e: &anyhow::Error) -> u8 {
+/// Reports a setup error: usage or input (exit 2).
+fn fail(e: &anyhow::Error) -> Exit {
     stderr_line(&format!("ctx: {}", one_line(&format!("{e:#}"))));
-    2
+    Exit::UsageOrInput
 }
 
 /// Keeps every diagnostic on one line, whatever text from the input it quotes.
@@ -151,16 +156,16 @@ fn one_line(s: &str) -> String {
     s.replace('\r', "\\r").replace('\n', "\\n")
 }
 
-/// A closed stdout ends quietly with 0; any other write error is reported with 2.
-fn write_failed(e: output::WriteError) -> u8 {
+/// A closed stdout ends quietly with success; any other write error is reported (exit 2).
+fn write_failed(e: output::WriteError) -> Exit {
     match e {
-        output::WriteError::Closed => 0,
+        output::WriteError::Closed => Exit::Success,
         output::WriteError::Failed(e) => fail(&anyhow::anyhow!("cannot write output: {e}")),
     }
 }
 
 /// Writes a command's single output (no input documents).
-fn single(result: anyhow::Result<Outcome>) -> u8 {
+fn single(result: anyhow::Result<Outcome>) -> Exit {
     match result {
         Ok(out) => {
             let mut stdout = Stdout::new();
@@ -381,14 +386,14 @@ impl Sidecars {
         &mut self,
         origin: &input::Origin,
         e: &anyhow::Error,
-        code: u8,
+        code: Exit,
     ) -> anyhow::Result<()> {
         if self.report.is_none() {
             return Ok(());
         }
         let mut m = Self::origin_fields(origin);
         m.insert("error".into(), format!("{e:#}").into());
-        m.insert("exit".into(), code.into());
+        m.insert("exit".into(), code.code().into());
         if let Some(cf) = e.downcast_ref::<cmd::CannotFit>() {
             m.insert("tokens_before".into(), cf.tokens_before.into());
             m.insert("budget".into(), cf.budget.into());
@@ -399,19 +404,23 @@ impl Sidecars {
 
 /// Writes results in input order: the document to stdout, its warnings (each once per
 /// document, naming it) to stderr, its report and dropped messages to the sidecars, and keeps
-/// the worst exit code.
+/// the worst exit.
 struct Emitter {
     stdout: Stdout,
     sidecars: Sidecars,
-    code: u8,
+    code: Exit,
     quiet: bool,
     /// The input a syntax error ended: its later documents are not emitted.
     broken_input: Option<usize>,
 }
 
 impl Emitter {
-    /// Emits one document's result; `Err(code)` means stop now with that exit code.
-    fn emit(&mut self, origin: &input::Origin, result: anyhow::Result<Outcome>) -> Result<(), u8> {
+    /// Emits one document's result; `Err(exit)` means stop now with that exit.
+    fn emit(
+        &mut self,
+        origin: &input::Origin,
+        result: anyhow::Result<Outcome>,
+    ) -> Result<(), Exit> {
         if self.broken_input == Some(origin.input) {
             return Ok(()); // after a syntax error, the rest of that input is not JSON we can read
         }
@@ -428,7 +437,7 @@ impl Emitter {
                         }
                     }
                 }
-                self.code = worse(self.code, out.code);
+                self.code = self.code.worse(out.code);
                 self.stdout
                     .write_document(&out.stdout)
                     .map_err(write_failed)
@@ -438,10 +447,10 @@ impl Emitter {
                     self.broken_input = Some(origin.input);
                 }
                 stderr_line(&format!("ctx: {}", one_line(&format!("{origin}: {e:#}"))));
-                let c = cmd::exit_code(&e);
-                self.code = worse(self.code, c);
+                let exit = cmd::exit_code(&e);
+                self.code = self.code.worse(exit);
                 self.sidecars
-                    .failure(origin, &e, c)
+                    .failure(origin, &e, exit)
                     .map_err(|e| fail(&e.context("cannot write --report")))
             }
         }
@@ -469,7 +478,7 @@ fn worker_threads(jobs: Option<usize>) -> usize {
 }
 
 /// Runs `process` over every input document on `jobs` threads and writes the results in input
-/// order; returns the most severe exit code seen.
+/// order; returns the most severe exit seen.
 ///
 /// The input is read and split into documents on this thread; the workers parse and process
 /// them, and results are written here, in order, as soon as every earlier one has been. A
@@ -482,7 +491,7 @@ fn filter(
     sidecar_args: Option<&cmd::SideArgs>,
     notes: &[String],
     process: impl Fn(&input::Origin, serde_json::Value) -> anyhow::Result<Outcome> + Sync,
-) -> u8 {
+) -> Exit {
     let mut sidecars = match Sidecars::open(sidecar_args, &input.files) {
         Ok(s) => s,
         Err(e) => return fail(&e),
@@ -505,7 +514,7 @@ fn filter(
     let mut emitter = Emitter {
         stdout: Stdout::new(),
         sidecars,
-        code: 0,
+        code: Exit::Success,
         quiet: output.quiet,
         broken_input: None,
     };
@@ -572,7 +581,7 @@ fn filter(
                           next: &mut usize,
                           out: &mut std::collections::VecDeque<usize>,
                           wait: bool|
-         -> Result<bool, u8> {
+         -> Result<bool, Exit> {
             let mut open = true;
             if wait {
                 match done_rx.recv() {
@@ -659,18 +668,6 @@ fn filter(
     })
 }
 
-/// The more severe of two exit codes: 2, then 4, then 3, then 1, then 0.
-fn worse(a: u8, b: u8) -> u8 {
-    let rank = |c: u8| match c {
-        2 => 4,
-        4 => 3,
-        3 => 2,
-        1 => 1,
-        _ => 0,
-    };
-    if rank(b) > rank(a) { b } else { a }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,15 +692,5 @@ mod tests {
         assert_eq!(worker_threads(Some(3)), 3);
         assert_eq!(worker_threads(Some(5000)), MAX_JOBS);
         assert_eq!(worker_threads(Some(usize::MAX)), MAX_JOBS);
-    }
-
-    #[test]
-    fn exit_code_severity_order() {
-        assert_eq!(worse(0, 1), 1);
-        assert_eq!(worse(1, 3), 3);
-        assert_eq!(worse(3, 4), 4);
-        assert_eq!(worse(4, 2), 2);
-        assert_eq!(worse(2, 1), 2);
-        assert_eq!(worse(3, 1), 3);
     }
 }

@@ -939,7 +939,7 @@ impl<'a> Runner<'a> {
             report["dry_run"] = json!(true);
             return Ok(Outcome {
                 stdout: render(&input, args.output.compact),
-                code: 0,
+                code: super::Exit::Success,
                 warnings,
                 report: Some(report),
                 dropped: Vec::new(),
@@ -947,7 +947,7 @@ impl<'a> Runner<'a> {
         }
         Ok(Outcome {
             stdout: render(&f.doc.into_value(), args.output.compact),
-            code: 0,
+            code: super::Exit::Success,
             warnings,
             report: Some(report),
             dropped: f.dropped,

@@ -3,12 +3,15 @@
 
 pub mod check;
 pub mod count;
+pub mod exit;
 pub mod fit;
 pub mod models;
 pub mod prune;
 pub mod summarize;
 pub mod truncate;
 pub mod usage;
+
+pub use exit::Exit;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -111,8 +114,8 @@ impl std::fmt::Debug for Env {
 pub struct Outcome {
     /// The rendered output document (written with one write).
     pub stdout: Vec<u8>,
-    /// 0, or 1 when a check failed (the output is still written).
-    pub code: u8,
+    /// Success, or [`Exit::CheckFailed`] (the output is still written).
+    pub code: Exit,
     /// Warnings for stderr.
     pub warnings: Vec<String>,
     /// The `--report` line for this document (main adds its index and file).
@@ -190,18 +193,18 @@ impl Prepared {
     }
 }
 
-/// The exit code for a failed document (SPEC §5): 3 when it cannot fit its budget, 4 when the
-/// summarizer or a provider's count (`--exact=required`) failed, else 2 (usage and input
-/// errors).
-pub fn exit_code(e: &anyhow::Error) -> u8 {
+/// The exit for a failed document (SPEC §5): [`Exit::CannotFit`] when it cannot fit its
+/// budget, [`Exit::SummarizerFailed`] when the summarizer or a provider's count
+/// (`--exact=required`) failed, else [`Exit::UsageOrInput`].
+pub fn exit_code(e: &anyhow::Error) -> Exit {
     if e.downcast_ref::<CannotFit>().is_some() {
-        3
+        Exit::CannotFit
     } else if e.downcast_ref::<SummarizerFailed>().is_some()
         || e.downcast_ref::<ExactCountFailed>().is_some()
     {
-        4
+        Exit::SummarizerFailed
     } else {
-        2
+        Exit::UsageOrInput
     }
 }
 

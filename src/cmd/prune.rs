@@ -925,7 +925,7 @@ impl<'a> Runner<'a> {
         warnings.extend(count.notes.warnings.iter().cloned());
         Ok(Outcome {
             stdout: render(&r.doc.into_value(), self.args.output.compact),
-            code: 0,
+            code: super::Exit::Success,
             warnings,
             report: Some(Value::Object(report)),
             dropped: r.dropped,

@@ -1261,7 +1261,7 @@ impl<'a> Runner<'a> {
             warnings,
             report: Some(report),
             dropped: s.dropped,
-            code: 0,
+            code: super::Exit::Success,
         })
     }
 }

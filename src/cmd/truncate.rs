@@ -1056,7 +1056,7 @@ impl<'a> Runner<'a> {
         }
         Ok(Outcome {
             stdout: render(&t.doc.into_value(), self.args.output.compact),
-            code: 0,
+            code: super::Exit::Success,
             warnings,
             report: Some(report),
             dropped: t.dropped,
