@@ -1,11 +1,11 @@
 //! The `ctx` binary: parses the command line, runs a command over every input document, writes
 //! each document's output with one write, and chooses the exit code (SPEC §5).
 //!
-//! This is the only place that touches stdout, stderr and the process exit code; commands take
-//! values and return values ([`cmd::Outcome`]), so that processing a document stays a pure
-//! function of the document and the flags.
+//! This is the only place that touches stdin, stdout, stderr and the process exit code;
+//! commands take values and return values ([`cmd::Outcome`]), so that processing a document
+//! stays a pure function of the document and the flags.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -274,8 +274,11 @@ impl Sidecars {
             }
         }
         if !named.is_empty() {
-            let reads_stdin = inputs.is_empty() || inputs.iter().any(|f| f.as_os_str() == "-");
-            let stdin = if reads_stdin { stdin_key() } else { None };
+            let stdin = if input::reads_stdin(inputs) {
+                stdin_key()
+            } else {
+                None
+            };
             for (flag, path) in &named {
                 let Some(key) = regular_file_key(path) else {
                     continue;
@@ -507,10 +510,14 @@ fn filter(
             }
         }
     }
-    let mut docs = match Documents::open(&input.files, input.max_input_size) {
-        Ok(d) => d,
-        Err(e) => return fail(&e),
-    };
+    if input::reads_stdin(&input.files) && std::io::stdin().is_terminal() {
+        return fail(&anyhow::anyhow!(
+            "no input: stdin is a terminal; pipe a conversation in (ctx count < chat.json) or name files (ctx count chat.json)"
+        ));
+    }
+    let mut docs = Documents::open(&input.files, input.max_input_size, || {
+        Box::new(std::io::stdin())
+    });
     let mut emitter = Emitter {
         stdout: Stdout::new(),
         sidecars,
