@@ -797,6 +797,22 @@ impl Iterator for Documents {
     }
 }
 
+impl crate::cmd::pool::Source for Documents {
+    type Item = (Origin, Result<RawDocument, Error>);
+
+    fn next_item(&mut self) -> Option<Self::Item> {
+        self.next()
+    }
+
+    fn ready(&self) -> bool {
+        self.buffered()
+    }
+
+    fn size(item: &Self::Item) -> usize {
+        item.1.as_ref().map_or(0, |d| d.bytes.len())
+    }
+}
+
 /// Reads a file named by a flag (`--tools`, `--prompt-file`, `--summary-file`) as UTF-8 text,
 /// within `limit`. Binary data is refused at its first NUL byte or invalid UTF-8 sequence, and a
 /// longer file at the limit, so a device (`/dev/zero`, `/dev/urandom`) fails at once instead of
