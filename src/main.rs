@@ -3,7 +3,10 @@
 //!
 //! This is the only place that touches stdin, stdout, stderr and the process exit code;
 //! commands take values and return values ([`cmd::Outcome`]), so that processing a document
-//! stays a pure function of the document and the flags.
+//! stays a pure function of the document and the flags. Every command that reads documents goes
+//! the same way ([`filter`]): its flags ([`cmd::Filter`]) give the runner, the inputs and the
+//! sidecars; [`cmd::pool`] runs it over the documents in order; the [`Emitter`] writes each
+//! result.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -12,7 +15,7 @@ use clap::{Parser, Subcommand};
 
 use ctx::cmd::pool::{self, ordered_map};
 use ctx::cmd::sidecar::{FileKey, Sidecars};
-use ctx::cmd::{self, Env, Exit, Outcome};
+use ctx::cmd::{self, Env, Exit, Filter, Outcome, Run};
 use ctx::input::{self, Documents};
 use ctx::output::{self, Stdout, stderr_line};
 
@@ -83,67 +86,16 @@ fn main() -> ExitCode {
         }
     };
     let env = Env::from_process();
-    let code = match &cli.command {
+    match &cli.command {
         Command::Models(args) => single(cmd::models::run(args)),
-        Command::Count(args) => match cmd::count::Runner::new(args, &env) {
-            Ok(r) => filter(
-                &args.input,
-                &args.output_flags,
-                Some(&cmd::SideArgs {
-                    report: args.report.clone(),
-                    dropped: None,
-                }),
-                &[],
-                |o, v| r.process(o, v),
-            ),
-            Err(e) => fail(&e),
-        },
-        Command::Check(args) => {
-            let r = cmd::check::Runner::new(args, &env);
-            filter(&args.input, &args.output, None, &[], |o, v| r.process(o, v))
-        }
-        Command::Prune(args) => match cmd::prune::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input, &args.output, Some(&args.side), &[], |o, v| {
-                r.process(o, v)
-            }),
-            Err(e) => fail(&e),
-        },
-        Command::Summarize(args) => match cmd::summarize::Runner::new(args, &env) {
-            Ok(r) => filter(
-                &args.input,
-                &args.output,
-                Some(&args.side),
-                &r.notes(),
-                |o, v| r.process(o, v),
-            ),
-            Err(e) => fail(&e),
-        },
-        Command::Fit(args) => match cmd::fit::Runner::new(args, &env) {
-            Ok(r) => filter(
-                &args.input,
-                &args.output,
-                // --dry-run reports what it would do: to --report FILE, else to stderr.
-                Some(&cmd::SideArgs {
-                    report: args
-                        .side
-                        .report
-                        .clone()
-                        .or_else(|| args.dry_run.then(|| std::path::PathBuf::from("-"))),
-                    dropped: args.side.dropped.clone(),
-                }),
-                &r.notes(),
-                |o, v| r.process(o, v),
-            ),
-            Err(e) => fail(&e),
-        },
-        Command::Truncate(args) => match cmd::truncate::Runner::new(args, &env) {
-            Ok(r) => filter(&args.input, &args.output, Some(&args.side), &[], |o, v| {
-                r.process(o, v)
-            }),
-            Err(e) => fail(&e),
-        },
-    };
-    code.into()
+        Command::Count(args) => filter(args, env),
+        Command::Check(args) => filter(args, env),
+        Command::Prune(args) => filter(&**args, env),
+        Command::Truncate(args) => filter(&**args, env),
+        Command::Summarize(args) => filter(&**args, env),
+        Command::Fit(args) => filter(&**args, env),
+    }
+    .into()
 }
 
 /// Reports a setup error: usage or input (exit 2).
@@ -168,13 +120,10 @@ fn write_failed(e: output::WriteError) -> Exit {
 /// Writes a command's single output (no input documents).
 fn single(result: anyhow::Result<Outcome>) -> Exit {
     match result {
-        Ok(out) => {
-            let mut stdout = Stdout::new();
-            match stdout.write_document(&out.stdout) {
-                Ok(()) => out.code,
-                Err(e) => write_failed(e),
-            }
-        }
+        Ok(out) => match Stdout::new().write_document(&out.stdout) {
+            Ok(()) => out.code,
+            Err(e) => write_failed(e),
+        },
         Err(e) => fail(&e),
     }
 }
@@ -192,6 +141,71 @@ fn stdin_key() -> Option<FileKey> {
     #[cfg(not(unix))]
     {
         None
+    }
+}
+
+/// Runs a command over every input document and writes the results in input order: the
+/// runner is made first (an error there is a usage error and nothing is read), then the
+/// sidecars are opened, the run's notes told, and the documents read, processed on `-j`
+/// threads and emitted. Returns the most severe exit seen.
+fn filter<F: Filter>(args: &F, env: Env) -> Exit {
+    let (input, output, side) = (args.input(), args.output(), args.sidecars());
+    let runner = match args.runner(&env) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let sidecars = match &side {
+        Some(side) => Sidecars::open(
+            side,
+            &input.files,
+            stdin_key,
+            || Box::new(std::io::stderr()),
+        ),
+        None => Ok(Sidecars::none()),
+    };
+    let mut sidecars = match sidecars {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    // Notes about the run are told once, unless -q: in the first report line with
+    // `--report -` (so that stderr stays JSON Lines), else as text on stderr.
+    if !output.quiet {
+        if side.as_ref().is_some_and(cmd::SideArgs::report_to_stderr) {
+            sidecars.notices = runner.notes();
+        } else {
+            for n in runner.notes() {
+                stderr_line(&format!("ctx: {}", one_line(&n)));
+            }
+        }
+    }
+    if input::reads_stdin(&input.files) && std::io::stdin().is_terminal() {
+        return fail(&anyhow::anyhow!(
+            "no input: stdin is a terminal; pipe a conversation in (ctx count < chat.json) or name files (ctx count chat.json)"
+        ));
+    }
+    let mut docs = Documents::open(&input.files, input.max_input_size, || {
+        Box::new(std::io::stdin())
+    });
+    let mut emitter = Emitter {
+        stdout: Stdout::new(),
+        sidecars,
+        code: Exit::Success,
+        quiet: output.quiet,
+        broken_input: None,
+    };
+    let process = |(origin, raw): (input::Origin, anyhow::Result<input::RawDocument>)| {
+        let result = raw
+            .and_then(|raw| raw.parse())
+            .and_then(|v| runner.process(&origin, v));
+        (origin, result)
+    };
+    let threads = pool::worker_threads(output.jobs);
+    let run = ordered_map(&mut docs, threads, process, |docs, (origin, result)| {
+        emitter.emit(docs, &origin, result)
+    });
+    match run {
+        Ok(()) => emitter.code,
+        Err(stop) => stop,
     }
 }
 
@@ -250,70 +264,6 @@ impl Emitter {
                     .map_err(|e| fail(&e.context("cannot write --report")))
             }
         }
-    }
-}
-
-/// Runs `process` over every input document on `-j` threads and writes the results in input
-/// order; returns the most severe exit seen.
-fn filter(
-    input: &cmd::InputArgs,
-    output: &cmd::OutputArgs,
-    side: Option<&cmd::SideArgs>,
-    notes: &[String],
-    process: impl Fn(&input::Origin, serde_json::Value) -> anyhow::Result<Outcome> + Sync,
-) -> Exit {
-    let sidecars = match side {
-        Some(side) => Sidecars::open(
-            side,
-            &input.files,
-            stdin_key,
-            || Box::new(std::io::stderr()),
-        ),
-        None => Ok(Sidecars::none()),
-    };
-    let mut sidecars = match sidecars {
-        Ok(s) => s,
-        Err(e) => return fail(&e),
-    };
-    // Notes about the run are told once, unless -q: in the first report line with
-    // `--report -` (so that stderr stays JSON Lines), else as text on stderr.
-    if !output.quiet {
-        if side.is_some_and(cmd::SideArgs::report_to_stderr) {
-            sidecars.notices = notes.to_vec();
-        } else {
-            for n in notes {
-                stderr_line(&format!("ctx: {}", one_line(n)));
-            }
-        }
-    }
-    if input::reads_stdin(&input.files) && std::io::stdin().is_terminal() {
-        return fail(&anyhow::anyhow!(
-            "no input: stdin is a terminal; pipe a conversation in (ctx count < chat.json) or name files (ctx count chat.json)"
-        ));
-    }
-    let mut docs = Documents::open(&input.files, input.max_input_size, || {
-        Box::new(std::io::stdin())
-    });
-    let mut emitter = Emitter {
-        stdout: Stdout::new(),
-        sidecars,
-        code: Exit::Success,
-        quiet: output.quiet,
-        broken_input: None,
-    };
-    let process = |(origin, raw): (input::Origin, anyhow::Result<input::RawDocument>)| {
-        let result = raw
-            .and_then(|raw| raw.parse())
-            .and_then(|v| process(&origin, v));
-        (origin, result)
-    };
-    let threads = pool::worker_threads(output.jobs);
-    let run = ordered_map(&mut docs, threads, process, |docs, (origin, result)| {
-        emitter.emit(docs, &origin, result)
-    });
-    match run {
-        Ok(()) => emitter.code,
-        Err(stop) => stop,
     }
 }
 

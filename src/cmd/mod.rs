@@ -8,12 +8,14 @@ pub mod fit;
 pub mod models;
 pub mod pool;
 pub mod prune;
+pub mod run;
 pub mod sidecar;
 pub mod summarize;
 pub mod truncate;
 pub mod usage;
 
 pub use exit::Exit;
+pub use run::{Filter, Run};
 
 use std::path::PathBuf;
 use std::sync::Arc;
