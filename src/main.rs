@@ -10,6 +10,7 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
@@ -128,6 +129,15 @@ fn single(result: anyhow::Result<Outcome>) -> Exit {
     }
 }
 
+/// Where progress lines go for a run with these flags: stderr when it is a terminal, unless
+/// `-q`, or the report goes to stderr (where lines that are not JSON would break the report).
+fn progress(output: &cmd::OutputArgs, side: Option<&cmd::SideArgs>) -> Option<cmd::Progress> {
+    let wanted = !output.quiet && !side.is_some_and(cmd::SideArgs::report_to_stderr);
+    (wanted && std::io::stderr().is_terminal()).then(|| {
+        Arc::new(|line: &str| stderr_line(&format!("ctx: {}", one_line(line)))) as cmd::Progress
+    })
+}
+
 /// The key of stdin when it is a regular file (`ctx prune < a.json`), which no sidecar may
 /// write.
 fn stdin_key() -> Option<FileKey> {
@@ -148,8 +158,9 @@ fn stdin_key() -> Option<FileKey> {
 /// runner is made first (an error there is a usage error and nothing is read), then the
 /// sidecars are opened, the run's notes told, and the documents read, processed on `-j`
 /// threads and emitted. Returns the most severe exit seen.
-fn filter<F: Filter>(args: &F, env: Env) -> Exit {
+fn filter<F: Filter>(args: &F, mut env: Env) -> Exit {
     let (input, output, side) = (args.input(), args.output(), args.sidecars());
+    env.progress = progress(output, side.as_ref());
     let runner = match args.runner(&env) {
         Ok(r) => r,
         Err(e) => return fail(&e),

@@ -38,6 +38,11 @@ fn ctx(args: &[&str], env: &[(&str, &str)], input: &str) -> Run {
 
 /// `ctx summarize --engine llm --force` against `base` with short timeouts, plus `extra`.
 fn summarize(base: &str, extra: &[&str], env: &[(&str, &str)], input: &str) -> Run {
+    ctx(&summarize_args(base, extra), env, input)
+}
+
+/// The arguments of [`summarize`].
+fn summarize_args<'a>(base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "summarize",
         "--engine",
@@ -51,7 +56,7 @@ fn summarize(base: &str, extra: &[&str], env: &[(&str, &str)], input: &str) -> R
         "1",
     ];
     args.extend_from_slice(extra);
-    ctx(&args, env, input)
+    args
 }
 
 fn data(name: &str) -> String {
@@ -314,8 +319,8 @@ fn running_summary_is_extended_with_only_new_messages() {
     assert_eq!(out[2]["role"], "system");
 }
 
-#[test]
-fn large_range_is_chunked_then_combined() {
+/// A conversation whose summarizable range (about 30,000 tokens) is sent in several parts.
+fn long_essay() -> String {
     let words = |seed: usize| -> String {
         (0..1500)
             .map(|i| ["alpha", "beta", "gamma", "delta", "omega"][(i + seed) % 5])
@@ -333,7 +338,112 @@ fn large_range_is_chunked_then_combined() {
     msgs.push(json!({"role": "assistant", "content": "Done."}));
     msgs.push(json!({"role": "user", "content": "Thanks."}));
     msgs.push(json!({"role": "assistant", "content": "You are welcome."}));
-    let input = Value::Array(msgs).to_string();
+    Value::Array(msgs).to_string()
+}
+
+/// Runs `ctx args` with stderr on a terminal (a pseudo-terminal made by util-linux `script`)
+/// and stdin from `input`; returns the exit code and what reached the terminal, or `None` when
+/// `script` is not there to make one.
+fn with_stderr_on_a_terminal(
+    args: &[&str],
+    env: &[(&str, &str)],
+    input: &str,
+) -> Option<(i32, String)> {
+    use std::process::{Command, Stdio};
+    let mut probe = Command::new("script");
+    probe
+        .args(["-qec", "true", "/dev/null"])
+        .stdin(Stdio::null());
+    if !probe.output().is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: no util-linux `script` to give ctx a terminal");
+        return None;
+    }
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "tty-{}-{}",
+        std::process::id(),
+        args.join("-").len()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("input.json");
+    std::fs::write(&file, input).unwrap();
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut line = vec![quote(env!("CARGO_BIN_EXE_ctx"))];
+    line.extend(args.iter().map(|a| quote(a)));
+    let line = format!(
+        "{} < {} > {}",
+        line.join(" "),
+        quote(&file.to_string_lossy()),
+        quote(&dir.join("stdout").to_string_lossy())
+    );
+    let mut cmd = Command::new("script");
+    isolated::isolate(&mut cmd);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    Some((out.status.code().unwrap_or(-1), text))
+}
+
+/// A long summary is counted out part by part on a terminal, and never with `-q`, nor where
+/// stderr carries the report as JSON Lines (`--report -`, and `fit --dry-run`'s report).
+#[test]
+fn progress_is_shown_on_a_terminal_but_not_with_quiet_or_a_report_on_stderr() {
+    let input = long_essay();
+    let server = Server::start(
+        (0..40)
+            .map(|_| Reply::Respond(Box::new(|_: &Seen| (200, ok_body("PARTIAL")))))
+            .collect(),
+    );
+    let base = server.base();
+    let summarize = |extra: &[&str]| {
+        let mut args = summarize_args(&base, &["--keep-recent", "3", "--summary-model", "gpt-4"]);
+        args.extend_from_slice(extra);
+        let (code, stderr) = with_stderr_on_a_terminal(&args, &[], &input)?;
+        assert_eq!(code, 0, "{stderr}");
+        Some(stderr)
+    };
+    let Some(shown) = summarize(&[]) else {
+        return;
+    };
+    assert!(shown.contains("ctx: summarize: part 1 of "), "{shown}");
+    let quiet = summarize(&["-q"]).unwrap();
+    assert!(!quiet.contains("part 1 of"), "{quiet}");
+    let fit_dry_run = [
+        "fit",
+        "--summarize",
+        "--dry-run",
+        "--budget",
+        "2000",
+        "--keep-recent",
+        "3",
+        "--summary-model",
+        "gpt-4",
+    ];
+    for report in [
+        summarize(&["--report", "-"]).unwrap(),
+        with_stderr_on_a_terminal(&fit_dry_run, &[("CTX_BASE_URL", &base)], &input)
+            .unwrap()
+            .1,
+    ] {
+        assert!(!report.contains("part 1 of"), "{report}");
+        for line in report.lines().filter(|l| !l.starts_with("ctx: ")) {
+            assert!(
+                serde_json::from_str::<Value>(line).is_ok(),
+                "stderr is JSON Lines: {report}"
+            );
+        }
+    }
+}
+
+#[test]
+fn large_range_is_chunked_then_combined() {
+    let input = long_essay();
 
     let dry = summarize(
         "http://127.0.0.1:9/v1",

@@ -79,7 +79,13 @@ pub struct Env {
     pub summary_model: Option<String>,
     /// What the providers' counting endpoints read (`count --exact`).
     pub exact: crate::exact::ExactEnv,
+    /// Where to tell the progress of a long run (`summarize: part 1 of 3`), or `None`: the
+    /// binary gives one when stderr is a terminal. The library never writes to stderr itself.
+    pub progress: Option<Progress>,
 }
+
+/// Takes one progress line (without the `ctx: ` prefix).
+pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Env {
     /// Reads the process environment.
@@ -93,6 +99,7 @@ impl Env {
             openai_api_key: var("OPENAI_API_KEY"),
             summary_model: var("CTX_SUMMARY_MODEL"),
             exact: crate::exact::ExactEnv::from_process(),
+            progress: None,
         }
     }
 }
@@ -109,6 +116,7 @@ impl std::fmt::Debug for Env {
             .field("openai_api_key", &key(&self.openai_api_key))
             .field("summary_model", &self.summary_model)
             .field("exact", &self.exact)
+            .field("progress", &self.progress.is_some())
             .finish()
     }
 }

@@ -348,8 +348,8 @@ pub struct Summarizer {
     on_error: OnError,
     /// Which engine `--engine auto` chose, for the user (see [`Summarizer::note`]).
     note: Option<String>,
-    /// Whether the parts of a long LLM summary are counted out on stderr.
-    progress: bool,
+    /// Where the parts of a long LLM summary are counted out (`Env::progress`, unless quiet).
+    progress: Option<super::Progress>,
 }
 
 /// The llm engine's endpoint: the base URL from `--base-url`, `$CTX_BASE_URL`,
@@ -475,7 +475,7 @@ impl Summarizer {
             summary_role: args.summary_role,
             on_error: args.on_error,
             note,
-            progress: !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            progress: env.progress.clone().filter(|_| !quiet),
         })
     }
 
@@ -585,7 +585,7 @@ impl Summarizer {
         if !current.is_empty() {
             chunks.push(current);
         }
-        let progress = self.progress && chunks.len() > 1;
+        let progress = self.progress.as_ref().filter(|_| chunks.len() > 1);
         let cut_short = std::cell::Cell::new(false);
         let call = |body: String| -> std::result::Result<String, crate::llm::LlmError> {
             let user = if context.is_empty() {
@@ -610,12 +610,8 @@ impl Summarizer {
         let mut parts = Vec::new();
         let n_chunks = chunks.len();
         for (k, chunk) in chunks.iter().enumerate() {
-            if progress {
-                crate::output::stderr_line(&format!(
-                    "ctx: summarize: part {} of {}",
-                    k + 1,
-                    n_chunks
-                ));
+            if let Some(progress) = progress {
+                progress(&format!("summarize: part {} of {}", k + 1, n_chunks));
             }
             // If the server says the request is still too long for its context, the oldest
             // half of what is left is dropped and the call retried.
