@@ -18,7 +18,15 @@ use ctx::cmd::pool::{self, ordered_map};
 use ctx::cmd::sidecar::{FileKey, Sidecars};
 use ctx::cmd::{self, Env, Exit, Filter, Outcome, Run};
 use ctx::input::{self, Documents};
-use ctx::output::{self, Stdout, stderr_line};
+use ctx::output::{self, DocumentWriter};
+
+/// Stdout, where the output documents go.
+type Stdout = DocumentWriter<std::io::Stdout>;
+
+/// Writes one diagnostic line to stderr; never fails.
+fn stderr_line(line: &str) {
+    output::write_line(std::io::stderr(), line);
+}
 
 /// Keep LLM conversations inside their context window.
 ///
@@ -121,7 +129,7 @@ fn write_failed(e: output::WriteError) -> Exit {
 /// Writes a command's single output (no input documents).
 fn single(result: anyhow::Result<Outcome>) -> Exit {
     match result {
-        Ok(out) => match Stdout::new().write_document(&out.stdout) {
+        Ok(out) => match Stdout::new(std::io::stdout()).write_document(&out.stdout) {
             Ok(()) => out.code,
             Err(e) => write_failed(e),
         },
@@ -198,7 +206,7 @@ fn filter<F: Filter>(args: &F, mut env: Env) -> Exit {
         Box::new(std::io::stdin())
     });
     let mut emitter = Emitter {
-        stdout: Stdout::new(),
+        stdout: Stdout::new(std::io::stdout()),
         sidecars,
         code: Exit::Success,
         quiet: output.quiet,
