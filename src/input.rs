@@ -9,13 +9,14 @@
 //! (it cannot be resynchronised) and nothing more is read from that input: the splitter stops
 //! by itself at bytes JSON cannot hold, and the caller calls [`Documents::end_input`] for the
 //! errors only parsing finds. Other inputs are still read. An input without any document is an
-//! error, so that a CI gate never passes on nothing. Stdin that is a terminal is refused with a
-//! hint instead of hanging. The files named by flags (`--tools`, `--prompt-file`,
+//! error, so that a CI gate never passes on nothing. Files are opened here; stdin is never
+//! touched: for `-` (or no file) the caller gives a reader (the binary gives the process's stdin,
+//! after refusing a terminal). The files named by flags (`--tools`, `--prompt-file`,
 //! `--summary-file`) are read here too, within the same limit. This module knows nothing of what
 //! a document means.
 
 use std::fs::File;
-use std::io::{self, IsTerminal, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -651,9 +652,16 @@ struct Current {
     index: usize,
 }
 
+/// Whether reading `files` reads stdin: none are named, or one is `-`.
+pub fn reads_stdin(files: &[PathBuf]) -> bool {
+    files.is_empty() || files.iter().any(|f| f.as_os_str() == "-")
+}
+
 /// Yields every document of every input in order, as `(origin, raw document or error)`.
 pub struct Documents {
     files: std::vec::IntoIter<Option<PathBuf>>,
+    /// Opens stdin, for each `-`.
+    stdin: Box<dyn FnMut() -> Box<dyn Read>>,
     current: Option<Current>,
     /// Inputs opened so far; an origin's `input` is its number.
     inputs: usize,
@@ -674,9 +682,13 @@ impl Documents {
         })
     }
 
-    /// Reads `files` in order (`-` is stdin), or stdin when there are none; no document may be
-    /// larger than `limit`.
-    pub fn open(files: &[PathBuf], limit: ByteSize) -> Result<Documents, Error> {
+    /// Reads `files` in order, or stdin when there are none; no document may be larger than
+    /// `limit`. Stdin (`-`) is whatever `stdin` gives, each time it is named.
+    pub fn open(
+        files: &[PathBuf],
+        limit: ByteSize,
+        stdin: impl FnMut() -> Box<dyn Read> + 'static,
+    ) -> Documents {
         let list: Vec<Option<PathBuf>> = if files.is_empty() {
             vec![None]
         } else {
@@ -691,17 +703,13 @@ impl Documents {
                 })
                 .collect()
         };
-        if list.iter().any(Option::is_none) && io::stdin().is_terminal() {
-            bail!(
-                "no input: stdin is a terminal; pipe a conversation in (ctx count < chat.json) or name files (ctx count chat.json)"
-            );
-        }
-        Ok(Documents {
+        Documents {
             files: list.into_iter(),
+            stdin: Box::new(stdin),
             current: None,
             inputs: 0,
             limit,
-        })
+        }
     }
 
     /// Stops reading input number `input` (a syntax error ended its stream): the next document
@@ -763,7 +771,7 @@ impl Iterator for Documents {
             let file = self.files.next()?;
             self.inputs += 1;
             let (name, reader): (Option<String>, Box<dyn Read>) = match file {
-                None => (None, Box::new(io::stdin())),
+                None => (None, (self.stdin)()),
                 Some(path) => {
                     let name = path.display().to_string();
                     match File::open(&path) {
@@ -786,6 +794,22 @@ impl Iterator for Documents {
                 index: 0,
             });
         }
+    }
+}
+
+impl crate::cmd::pool::Source for Documents {
+    type Item = (Origin, Result<RawDocument, Error>);
+
+    fn next_item(&mut self) -> Option<Self::Item> {
+        self.next()
+    }
+
+    fn ready(&self) -> bool {
+        self.buffered()
+    }
+
+    fn size(item: &Self::Item) -> usize {
+        item.1.as_ref().map_or(0, |d| d.bytes.len())
     }
 }
 
@@ -1089,6 +1113,36 @@ mod tests {
         for bad in ["", "0", "0M", "M", "-1", "1.5G", "12Q", "99999999999999G"] {
             assert!(bad.parse::<ByteSize>().is_err(), "{bad:?}");
         }
+    }
+
+    /// Stdin is whatever reader the caller gives, opened again each time `-` is named; the
+    /// library never reads the process's stdin itself.
+    #[test]
+    fn stdin_is_the_callers_reader() {
+        let mut texts = vec!["[3]", "[1] [2]"];
+        let stdin = move || -> Box<dyn Read> {
+            Box::new(io::Cursor::new(texts.pop().unwrap_or("").as_bytes()))
+        };
+        let dash = PathBuf::from("-");
+        let docs = Documents::open(&[dash.clone(), dash], ByteSize::default(), stdin);
+        let read: Vec<(Option<String>, usize, usize, String)> = docs
+            .map(|(o, d)| {
+                (
+                    o.file,
+                    o.input,
+                    o.index,
+                    d.unwrap().parse().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let expected = [(1, 0, "[1]"), (1, 1, "[2]"), (2, 0, "[3]")];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|&(input, index, v)| (None, input, index, v.to_string()))
+            .collect();
+        assert_eq!(read, expected);
+        assert!(reads_stdin(&[]) && reads_stdin(&["a".into(), "-".into()]));
+        assert!(!reads_stdin(&["a".into()]));
     }
 
     #[test]

@@ -4,7 +4,10 @@
 //! units, turns, the task and pins, which every command works on. [`counter`] counts what the
 //! API bills, through [`tokenizer`] (ctx's own BPE over rank tables embedded at build time). [`document`]
 //! recognises input shapes and dialects; [`cmd`] holds one file per command. Nothing here reads
-//! stdin, writes stdout or exits: that is `main.rs`'s job.
+//! stdin, writes stdout or stderr, or exits: that is `main.rs`'s job. Input comes in through
+//! readers the caller gives ([`input::Documents`]), results go out as values ([`cmd::Outcome`])
+//! or through writers the caller gives ([`output`], [`cmd::sidecar`]), and progress through a
+//! callback ([`cmd::Env::progress`]).
 
 pub mod args;
 pub mod clip;

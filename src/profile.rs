@@ -326,14 +326,11 @@ fn scalar(v: &toml::Value) -> Option<String> {
     }
 }
 
-/// The reason in a clap value error, without clap's framing.
+/// The reason in a clap value error: the value parser's own words ("'x' is not a token
+/// count ..."), else clap's message on one line.
 fn clap_reason(e: &clap::Error) -> String {
-    let text = e.to_string();
-    let first = text.lines().next().unwrap_or("invalid value").trim();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    // "invalid value 'x' for '--budget <N|P%>': 'x' is not ..." → the part after the flag.
-    match first.split_once("': ") {
-        Some((_, why)) if first.starts_with("invalid value") => why.to_string(),
-        _ => first.to_string(),
+    match std::error::Error::source(e) {
+        Some(why) if e.kind() == clap::error::ErrorKind::ValueValidation => why.to_string(),
+        _ => crate::cmd::usage::message(e),
     }
 }

@@ -96,7 +96,11 @@ impl<'a> Runner<'a> {
         let list = Value::Array(findings.iter().map(Finding::to_json).collect());
         Ok(Outcome {
             stdout: render(&list, self.args.output.compact),
-            code: u8::from(errors),
+            code: if errors {
+                super::Exit::CheckFailed
+            } else {
+                super::Exit::Success
+            },
             warnings: Vec::new(),
             ..Outcome::default()
         })

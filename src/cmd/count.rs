@@ -355,7 +355,11 @@ impl<'a> Runner<'a> {
         }
         Ok(Outcome {
             stdout,
-            code: u8::from(over),
+            code: if over {
+                super::Exit::CheckFailed
+            } else {
+                super::Exit::Success
+            },
             warnings,
             report: self.args.report.is_some().then_some(Value::Object(line)),
             ..Outcome::default()

@@ -7,12 +7,20 @@
 
 pub mod check;
 pub mod count;
+pub mod exit;
 pub mod fit;
 pub mod models;
+pub mod pool;
 pub mod prune;
+pub mod run;
 mod runner;
+pub mod sidecar;
 pub mod summarize;
 pub mod truncate;
+pub mod usage;
+
+pub use exit::Exit;
+pub use run::{Filter, Run};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -101,7 +109,13 @@ pub struct Env {
     pub summary_model: Option<String>,
     /// What the providers' counting endpoints read (`count --exact`).
     pub exact: crate::exact::ExactEnv,
+    /// Where to tell the progress of a long run (`summarize: part 1 of 3`), or `None`: the
+    /// binary gives one when stderr is a terminal. The library never writes to stderr itself.
+    pub progress: Option<Progress>,
 }
+
+/// Takes one progress line (without the `ctx: ` prefix).
+pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Env {
     /// Reads the process environment.
@@ -115,6 +129,7 @@ impl Env {
             openai_api_key: var("OPENAI_API_KEY"),
             summary_model: var("CTX_SUMMARY_MODEL"),
             exact: crate::exact::ExactEnv::from_process(),
+            progress: None,
         }
     }
 }
@@ -131,6 +146,7 @@ impl std::fmt::Debug for Env {
             .field("openai_api_key", &key(&self.openai_api_key))
             .field("summary_model", &self.summary_model)
             .field("exact", &self.exact)
+            .field("progress", &self.progress.is_some())
             .finish()
     }
 }
@@ -140,8 +156,8 @@ impl std::fmt::Debug for Env {
 pub struct Outcome {
     /// The rendered output document (written with one write).
     pub stdout: Vec<u8>,
-    /// 0, or 1 when a check failed (the output is still written).
-    pub code: u8,
+    /// Success, or [`Exit::CheckFailed`] (the output is still written).
+    pub code: Exit,
     /// Warnings for stderr.
     pub warnings: Vec<String>,
     /// The `--report` line for this document (main adds its index and file).
@@ -219,18 +235,18 @@ impl Prepared {
     }
 }
 
-/// The exit code for a failed document (SPEC §5): 3 when it cannot fit its budget, 4 when the
-/// summarizer or a provider's count (`--exact=required`) failed, else 2 (usage and input
-/// errors).
-pub fn exit_code(e: &anyhow::Error) -> u8 {
+/// The exit for a failed document (SPEC §5): [`Exit::CannotFit`] when it cannot fit its
+/// budget, [`Exit::SummarizerFailed`] when the summarizer or a provider's count
+/// (`--exact=required`) failed, else [`Exit::UsageOrInput`].
+pub fn exit_code(e: &anyhow::Error) -> Exit {
     if e.downcast_ref::<CannotFit>().is_some() {
-        3
+        Exit::CannotFit
     } else if e.downcast_ref::<SummarizerFailed>().is_some()
         || e.downcast_ref::<ExactCountFailed>().is_some()
     {
-        4
+        Exit::SummarizerFailed
     } else {
-        2
+        Exit::UsageOrInput
     }
 }
 

@@ -126,7 +126,7 @@ impl<'a> Shared<'a> {
         warnings.extend(r.warnings);
         Ok(Outcome {
             stdout: self.render(&r.output),
-            code: 0,
+            code: super::Exit::Success,
             warnings,
             report: r.report,
             dropped: r.dropped,

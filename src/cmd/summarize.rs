@@ -389,8 +389,8 @@ struct Llm {
     openai_key_withheld: bool,
     /// The instructions (`--prompt-file`, else [`DEFAULT_PROMPT`], plus `--instructions`).
     prompt: String,
-    /// Whether the parts of a long summary are counted out on stderr.
-    progress: bool,
+    /// Where the parts of a long summary are counted out (`Env::progress`, unless quiet).
+    progress: Option<super::Progress>,
 }
 
 /// The llm engine's endpoint: the base URL from `--base-url`, `$CTX_BASE_URL`,
@@ -502,7 +502,7 @@ impl Summarizer {
                     endpoint,
                     openai_key_withheld,
                     prompt,
-                    progress: !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+                    progress: env.progress.clone().filter(|_| !quiet),
                 }))
             }
             (None, _) => Source::Extractive,
@@ -635,7 +635,7 @@ impl Llm {
         if !current.is_empty() {
             chunks.push(current);
         }
-        let progress = self.progress && chunks.len() > 1;
+        let progress = self.progress.as_ref().filter(|_| chunks.len() > 1);
         let cut_short = std::cell::Cell::new(false);
         let call = |body: String| -> std::result::Result<String, crate::llm::LlmError> {
             let user = if context.is_empty() {
@@ -660,12 +660,8 @@ impl Llm {
         let mut parts = Vec::new();
         let n_chunks = chunks.len();
         for (k, chunk) in chunks.iter().enumerate() {
-            if progress {
-                crate::output::stderr_line(&format!(
-                    "ctx: summarize: part {} of {}",
-                    k + 1,
-                    n_chunks
-                ));
+            if let Some(progress) = progress {
+                progress(&format!("summarize: part {} of {}", k + 1, n_chunks));
             }
             // If the server says the request is still too long for its context, the oldest
             // half of what is left is dropped and the call retried.

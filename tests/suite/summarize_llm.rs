@@ -26,6 +26,11 @@ fn ctx(args: &[&str], env: &[(&str, &str)], input: &str) -> Run {
 
 /// `ctx summarize --engine llm --force` against `base` with short timeouts, plus `extra`.
 fn summarize(base: &str, extra: &[&str], env: &[(&str, &str)], input: &str) -> Run {
+    ctx(&summarize_args(base, extra), env, input)
+}
+
+/// The arguments of [`summarize`].
+fn summarize_args<'a>(base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "summarize",
         "--engine",
@@ -39,7 +44,7 @@ fn summarize(base: &str, extra: &[&str], env: &[(&str, &str)], input: &str) -> R
         "1",
     ];
     args.extend_from_slice(extra);
-    ctx(&args, env, input)
+    args
 }
 
 /// `summarize --keep-recent 3` of `input` against `server`; the run succeeded.
@@ -340,6 +345,102 @@ fn summaries(messages: &[Value]) -> Vec<&str> {
         .filter_map(|m| m["content"].as_str())
         .filter(|t| t.starts_with("[ctx summary of "))
         .collect()
+}
+
+/// Runs `ctx args` with stderr on a terminal (a pseudo-terminal made by util-linux `script`)
+/// and stdin from `input`; returns the exit code and what reached the terminal, or `None` when
+/// `script` is not there to make one.
+fn with_stderr_on_a_terminal(
+    args: &[&str],
+    env: &[(&str, &str)],
+    input: &str,
+) -> Option<(i32, String)> {
+    use std::process::{Command, Stdio};
+    let mut probe = Command::new("script");
+    probe
+        .args(["-qec", "true", "/dev/null"])
+        .stdin(Stdio::null());
+    if !probe.output().is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: no util-linux `script` to give ctx a terminal");
+        return None;
+    }
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "tty-{}-{}",
+        std::process::id(),
+        args.join("-").len()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("input.json");
+    std::fs::write(&file, input).unwrap();
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut line = vec![quote(env!("CARGO_BIN_EXE_ctx"))];
+    line.extend(args.iter().map(|a| quote(a)));
+    let line = format!(
+        "{} < {} > {}",
+        line.join(" "),
+        quote(&file.to_string_lossy()),
+        quote(&dir.join("stdout").to_string_lossy())
+    );
+    let mut cmd = Command::new("script");
+    isolated::isolate(&mut cmd);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    Some((out.status.code().unwrap_or(-1), text))
+}
+
+/// A long summary is counted out part by part on a terminal, and never with `-q`, nor where
+/// stderr carries the report as JSON Lines (`--report -`, and `fit --dry-run`'s report).
+#[test]
+fn progress_is_shown_on_a_terminal_but_not_with_quiet_or_a_report_on_stderr() {
+    let input = long_essay(None);
+    let server = Server::start((0..40).map(|_| ok("PARTIAL")).collect());
+    let base = server.base();
+    let summarize = |extra: &[&str]| {
+        let mut args = summarize_args(&base, &["--keep-recent", "3", "--summary-model", "gpt-4"]);
+        args.extend_from_slice(extra);
+        let (code, stderr) = with_stderr_on_a_terminal(&args, &[], &input)?;
+        assert_eq!(code, 0, "{stderr}");
+        Some(stderr)
+    };
+    let Some(shown) = summarize(&[]) else {
+        return;
+    };
+    assert!(shown.contains("ctx: summarize: part 1 of "), "{shown}");
+    let quiet = summarize(&["-q"]).unwrap();
+    assert!(!quiet.contains("part 1 of"), "{quiet}");
+    let fit_dry_run = [
+        "fit",
+        "--summarize",
+        "--dry-run",
+        "--budget",
+        "2000",
+        "--keep-recent",
+        "3",
+        "--summary-model",
+        "gpt-4",
+    ];
+    for report in [
+        summarize(&["--report", "-"]).unwrap(),
+        with_stderr_on_a_terminal(&fit_dry_run, &[("CTX_BASE_URL", &base)], &input)
+            .unwrap()
+            .1,
+    ] {
+        assert!(!report.contains("part 1 of"), "{report}");
+        for line in report.lines().filter(|l| !l.starts_with("ctx: ")) {
+            assert!(
+                serde_json::from_str::<Value>(line).is_ok(),
+                "stderr is JSON Lines: {report}"
+            );
+        }
+    }
 }
 
 #[test]
