@@ -8,7 +8,11 @@
 //! readers the caller gives ([`input::Documents`]), results go out as values ([`cmd::Outcome`])
 //! or through writers the caller gives ([`output`], [`cmd::sidecar`]), and progress through a
 //! callback ([`cmd::Env::progress`]).
+//!
+//! [`api`] is the library's API for programs that embed ctx: documents, what they are counted
+//! against, and the operations as functions over owned values, re-exported here at the root.
 
+pub mod api;
 pub mod args;
 pub mod clip;
 pub mod cmd;
@@ -28,3 +32,10 @@ pub mod settings;
 pub mod shell;
 pub mod signals;
 pub mod tokenizer;
+
+pub use api::{
+    Budget, Count, Dialect, Document, Dropped, Encoding, Error, ErrorKind, Finding, FitOptions,
+    IntoDocument, Model, OnError, PruneOptions, Result, Rewritten, Severity, Strategy,
+    SummarizeOptions, SummaryRole, Thinking, TruncateOptions, check, count, fit, prune, summarize,
+    truncate,
+};

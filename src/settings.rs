@@ -118,7 +118,8 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     Ok((w, h))
 }
 
-/// A token budget as the user wrote it.
+/// A token budget as the user wrote it: a number of tokens, or a share of the model's context
+/// window. Parses from `8000` (`8_000`) or `80%`; a number converts into one (`8000.into()`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Budget {
     /// `N`: a token count.
@@ -146,6 +147,13 @@ impl FromStr for Budget {
                 .map(Budget::Tokens)
                 .map_err(|_| format!("'{s}' is not a token count or a percentage like 80%"))
         }
+    }
+}
+
+impl From<u64> for Budget {
+    /// A budget of `tokens` tokens.
+    fn from(tokens: u64) -> Budget {
+        Budget::Tokens(tokens)
     }
 }
 
@@ -185,16 +193,21 @@ pub fn read_tools_file(path: &Path, limit: ByteSize) -> Result<Arc<Value>> {
     let v: Value = RawDocument::whole(text.into_bytes())
         .parse()
         .with_context(flag)?;
-    let ok = v.is_array()
-        || v.get("tools").is_some_and(Value::is_array)
-        || v.get("functions").is_some_and(Value::is_array);
-    if !ok {
+    if !is_tool_definitions(&v) {
         bail!(
             "--tools {}: expected an array of tool definitions or an object with `tools`",
             path.display()
         );
     }
     Ok(Arc::new(v))
+}
+
+/// Whether `v` holds tool definitions as `--tools` takes them: an array of definitions, or an
+/// object with a `tools` or `functions` array.
+pub fn is_tool_definitions(v: &Value) -> bool {
+    v.is_array()
+        || v.get("tools").is_some_and(Value::is_array)
+        || v.get("functions").is_some_and(Value::is_array)
 }
 
 /// Everything a document is counted against.

@@ -26,11 +26,17 @@ use pattern::Pattern;
 
 /// A token encoding that ctx can count with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Encoding {
+    /// `o200k_base`: GPT-4o, GPT-4.1, o1, o3, o4-mini, GPT-5.
     O200kBase,
+    /// `o200k_harmony`: gpt-oss (its ordinary tokens are o200k_base's).
     O200kHarmony,
+    /// `cl100k_base`: GPT-4, GPT-3.5 Turbo, text-embedding-3.
     Cl100kBase,
+    /// `p50k_base`: Codex and text-davinci-002/003.
     P50kBase,
+    /// `r50k_base`: GPT-3 (davinci).
     R50kBase,
     /// A character heuristic: fast, never exact (see docs/counting.md).
     Approx,

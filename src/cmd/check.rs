@@ -46,14 +46,19 @@ pub struct Args {
 
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Severity {
+    /// The API would reject the request (`check` exits 1).
     Error,
+    /// The API accepts it, but something is likely wrong.
     Warning,
 }
 
 /// One problem found.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Finding {
+    /// How bad it is.
     pub severity: Severity,
     /// A stable identifier (`orphan-result`, `unanswered-call`, ...).
     pub code: &'static str,

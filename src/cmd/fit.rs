@@ -167,6 +167,19 @@ impl Stage {
         Stage::Partial,
     ];
 
+    /// The stages run without `--stages`: every stage in the default order, but summarize only
+    /// with `summarize` and partial only with `partial`.
+    pub fn defaults(summarize: bool, partial: bool) -> Vec<Stage> {
+        Stage::ALL
+            .into_iter()
+            .filter(|s| match s {
+                Stage::Summarize => summarize,
+                Stage::Partial => partial,
+                _ => true,
+            })
+            .collect()
+    }
+
     /// The stage's name as `--stages` and the report spell it.
     pub fn name(self) -> &'static str {
         match self {
@@ -187,14 +200,7 @@ impl Args {
     /// order with summarize only with `--summarize` and partial only with `--partial`.
     pub fn stages(&self) -> Result<Vec<Stage>> {
         if self.stages.is_empty() {
-            return Ok(Stage::ALL
-                .into_iter()
-                .filter(|s| match s {
-                    Stage::Summarize => self.summarize.is_some(),
-                    Stage::Partial => self.partial,
-                    _ => true,
-                })
-                .collect());
+            return Ok(Stage::defaults(self.summarize.is_some(), self.partial));
         }
         let mut seen = Vec::new();
         for &s in &self.stages {

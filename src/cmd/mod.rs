@@ -388,10 +388,12 @@ impl SideArgs {
 
 /// A removed or rewritten original message, for `--dropped`.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Dropped {
     /// Its index in the input document.
     pub index: usize,
-    /// Why: `truncated`, `partial`, `cleared`, `clipped`, `thinking` (several joined by `,`).
+    /// Why: `truncated`, `partial`, `summarized`, `cleared`, `clipped`, `args`, `thinking`
+    /// (several joined by `,`).
     pub reason: String,
     /// The original message.
     pub message: Value,

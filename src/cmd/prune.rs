@@ -178,11 +178,16 @@ impl Args {
     }
 }
 
-/// `--thinking` choices.
+/// `--thinking` choices: which reasoning (thinking, redacted_thinking, reasoning_content) is
+/// dropped. Never from an unfinished tool loop, whose reasoning the API requires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Thinking {
+    /// None.
     Keep,
+    /// That of older assistant turns.
     Old,
+    /// That of every assistant turn.
     All,
 }
 

@@ -165,7 +165,7 @@ pub struct Args {
 #[derive(clap::Args, Clone, Debug)]
 pub struct SummaryArgs {
     /// At least the N newest messages stay verbatim (extended back to a unit boundary).
-    #[arg(long, value_name = "N", default_value_t = 6)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_KEEP_RECENT)]
     pub keep_recent: usize,
 
     /// OpenAI-compatible base URL including the version path (http://localhost:11434/v1); a
@@ -179,7 +179,7 @@ pub struct SummaryArgs {
 
     /// Longest summary text, in tokens (sent as the request's max_tokens and enforced); a
     /// summary is also never larger than what it replaces, nor in fit than the budget leaves.
-    #[arg(long, value_name = "N", default_value_t = 500)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SUMMARY_TOKENS)]
     pub max_summary_tokens: usize,
 
     /// Seconds before a summarizer request is abandoned (more than 0, at most 86400).
@@ -218,6 +218,12 @@ pub struct SummaryArgs {
     pub on_error: OnError,
 }
 
+/// The default `--keep-recent`: the newest messages that stay verbatim beside a summary.
+pub const DEFAULT_KEEP_RECENT: usize = 6;
+
+/// The default `--max-summary-tokens`: the longest summary text, in tokens.
+pub const DEFAULT_MAX_SUMMARY_TOKENS: usize = 500;
+
 /// The warning for a summary the server cut short.
 pub const TRUNCATED_SUMMARY: &str = "the summarizer's reply was cut short at --max-summary-tokens (finish_reason: length); the summary may be incomplete";
 
@@ -249,10 +255,14 @@ pub enum Engine {
     Extractive,
 }
 
-/// `--summary-role` choices.
+/// `--summary-role` choices: the role of the summary message in OpenAI documents (Anthropic
+/// documents always use `user`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SummaryRole {
+    /// A system message (a user message where the conversation must open with one).
     System,
+    /// A user message.
     User,
 }
 
@@ -269,11 +279,16 @@ impl SummaryRole {
     }
 }
 
-/// `--on-error` choices.
+/// `--on-error` choices: what happens when the summarizer fails, or no summary fits where it
+/// goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OnError {
+    /// The operation fails (the command line's exit 4).
     Fail,
+    /// The messages that would have been summarized are removed instead.
     Truncate,
+    /// The document is left unchanged.
     Passthrough,
 }
 
@@ -518,6 +533,24 @@ impl Summarizer {
             on_error: args.on_error,
             note,
         })
+    }
+
+    /// The offline extractive engine, summaries at most `max_summary_tokens` long (at least 1)
+    /// in `summary_role`, failing as `on_error` says: a summarizer without flags or files, for
+    /// the library's API.
+    pub fn extractive(
+        max_summary_tokens: usize,
+        summary_role: SummaryRole,
+        on_error: OnError,
+    ) -> Summarizer {
+        Summarizer {
+            source: Source::Extractive,
+            summary_model: None,
+            max_summary_tokens: max_summary_tokens.max(1),
+            summary_role,
+            on_error,
+            note: None,
+        }
     }
 
     /// A note for the user about the run, such as which engine `--engine auto` chose, without

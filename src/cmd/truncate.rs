@@ -143,11 +143,15 @@ impl Args {
     }
 }
 
-/// `--strategy` choices.
+/// `--strategy` choices: which units go first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Strategy {
+    /// The oldest (older copies of a message repeated later go before anything else).
     Oldest,
+    /// Those in the middle, after the first few kept at the start.
     Middle,
+    /// The least important by their scores (docs/strategies.md).
     Importance,
 }
 

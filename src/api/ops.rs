@@ -1,0 +1,790 @@
+//! The operations that rewrite a document, and their options: builders whose defaults are the
+//! commands' (a unit test holds them to it).
+
+use anyhow::bail;
+use serde_json::Value;
+
+use super::{
+    Budget, Document, Dropped, Error, IntoDocument, Model, OnError, Result, Strategy, SummaryRole,
+    Thinking, fit_op, prepare, prune_op, summarize_op, truncate_op,
+};
+use crate::conversation::PinOptions;
+use crate::counter::{Counter, DocumentCount};
+use crate::document;
+use crate::settings::Settings;
+
+/// What an operation made of a document.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Rewritten {
+    /// The document, rewritten (unchanged when there was nothing to do), in the shape it came
+    /// in.
+    pub document: Document,
+    /// Its tokens before.
+    pub tokens_before: usize,
+    /// Its tokens after: the count of `document`.
+    pub tokens_after: usize,
+    /// The originals of the messages removed or rewritten, by their index in the input.
+    pub dropped: Vec<Dropped>,
+    /// [`fit`]: the stage after which the document fit (`prune`, `clip`, `args`, `summarize`,
+    /// `truncate`, `prune-all`, `truncate-all` or `partial`), as `ctx fit --report` says it;
+    /// `None` when the document was at or under the trigger, and for the other operations.
+    pub stopped_at: Option<&'static str>,
+    /// Warnings: an unknown model, a budget lowered to what the window holds, unknown part
+    /// types, a summary that failed (with [`OnError::Truncate`] or [`OnError::Passthrough`]).
+    pub warnings: Vec<String>,
+}
+
+impl Rewritten {
+    /// The rewritten messages (a body's other keys are dropped; see
+    /// [`Document::into_value`] for the whole document).
+    pub fn into_messages(self) -> Vec<Value> {
+        self.document.into_messages()
+    }
+}
+
+/// What an operation made of a document, before it goes out.
+struct Done {
+    doc: document::Document,
+    tokens_before: usize,
+    tokens_after: usize,
+    dropped: Vec<Dropped>,
+    stopped_at: Option<&'static str>,
+    warnings: Vec<String>,
+}
+
+/// One document through an operation, as the command line's runner takes it: prepared (its
+/// model resolved), its limits worked out by `limits` (which may add warnings), counted, and
+/// rewritten by `op`, with the warnings of every step in that order.
+fn rewrite<L>(
+    doc: impl IntoDocument,
+    model: &Model,
+    limits: impl FnOnce(&document::Document, &Settings, &mut Vec<String>) -> anyhow::Result<L>,
+    op: impl FnOnce(document::Document, &Counter, DocumentCount, L) -> anyhow::Result<Done>,
+) -> Result<Rewritten> {
+    let doc = doc.into_document()?.into_inner();
+    let run = || -> anyhow::Result<Rewritten> {
+        let (settings, mut warnings) = prepare(&doc, model, true)?;
+        let limits = limits(&doc, &settings, &mut warnings)?;
+        let counter = Counter::new(&settings, doc.dialect);
+        let count = counter.document(&doc)?;
+        warnings.extend(count.notes.warnings.iter().cloned());
+        let done = op(doc, &counter, count, limits)?;
+        warnings.extend(done.warnings);
+        Ok(Rewritten {
+            document: Document::from_inner(done.doc),
+            tokens_before: done.tokens_before,
+            tokens_after: done.tokens_after,
+            dropped: done.dropped,
+            stopped_at: done.stopped_at,
+            warnings,
+        })
+    };
+    run().map_err(Error::new)
+}
+
+/// A budget or trigger in tokens, lowered with a warning to what the window holds beside the
+/// reserve (a larger request would be rejected); `what` names it in the warning.
+fn request_tokens(
+    what: &str,
+    b: Budget,
+    reserve: Option<u64>,
+    doc: &document::Document,
+    settings: &Settings,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<u64> {
+    if let Budget::Percent(p) = b {
+        if !(p > 0.0 && p <= 100.0) {
+            bail!("{what} {p}%: a percentage must be in (0, 100]");
+        }
+    }
+    let limit = settings.input_limit(reserve, doc.body_max_tokens())?;
+    settings.request_tokens(what, b, limit.as_ref(), warnings)
+}
+
+/// The budget of a document: `budget` lowered to what the window holds, else the window minus
+/// the reserve (the reserve: `reserve`, else the body's `max_tokens`, else 4096).
+fn budget_tokens(
+    budget: Option<Budget>,
+    reserve: Option<u64>,
+    doc: &document::Document,
+    settings: &Settings,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<u64> {
+    match budget {
+        Some(b) => request_tokens("budget", b, reserve, doc, settings, warnings),
+        None => settings.default_budget(reserve, doc.body_max_tokens()),
+    }
+}
+
+/// The setters every rewriting operation's options share: the model, and which messages are
+/// pinned.
+macro_rules! model_and_pins {
+    ($options:ty) => {
+        impl $options {
+            /// What the document is counted against (default: its body's `model`, else its
+            /// dialect's default model). Takes a name (`"gpt-4o"`) or a [`Model`].
+            #[must_use]
+            pub fn model(mut self, model: impl Into<Model>) -> Self {
+                self.model = model.into();
+                self
+            }
+
+            /// Also pins the unit of message `index` (counted from the end when negative):
+            /// never removed or rewritten.
+            #[must_use]
+            pub fn pin(mut self, index: i64) -> Self {
+                self.pins.pins.push(index);
+                self
+            }
+
+            /// Whether system and developer messages are pinned (default true).
+            #[must_use]
+            pub fn pin_system(mut self, pinned: bool) -> Self {
+                self.pins.drop_system = !pinned;
+                self
+            }
+
+            /// Whether the task (the first user message) is pinned (default true).
+            #[must_use]
+            pub fn pin_task(mut self, pinned: bool) -> Self {
+                self.pins.no_keep_task = !pinned;
+                self
+            }
+        }
+    };
+}
+
+model_and_pins!(FitOptions);
+model_and_pins!(PruneOptions);
+model_and_pins!(TruncateOptions);
+model_and_pins!(SummarizeOptions);
+
+/// How [`fit`] brings a document under its budget, as `ctx fit` does (docs/fit.md).
+///
+/// The stages run in order, each only while the document is still over the budget: old tool
+/// results become placeholders, oversized results are clipped, long arguments of old calls are
+/// shortened, (with [`summarize`](FitOptions::summarize)) the oldest units become one summary,
+/// old units are removed, then newer results and units, and (with
+/// [`partial`](FitOptions::partial)) the newest unit's largest text is cut.
+#[derive(Clone, Debug)]
+pub struct FitOptions {
+    model: Model,
+    budget: Option<Budget>,
+    reserve: Option<u64>,
+    trigger: Option<Budget>,
+    summarize: bool,
+    partial: bool,
+    keep: usize,
+    min_saving: usize,
+    strategy: Strategy,
+    keep_recent: usize,
+    pins: PinOptions,
+}
+
+impl Default for FitOptions {
+    /// The budget is the window minus the reserve, and every other option as `ctx fit` has it.
+    fn default() -> FitOptions {
+        let prune = prune_op::Options::default();
+        FitOptions {
+            model: Model::default(),
+            budget: None,
+            reserve: None,
+            trigger: None,
+            summarize: false,
+            partial: false,
+            keep: prune.keep,
+            min_saving: prune.min_saving,
+            strategy: truncate_op::Options::default().strategy,
+            keep_recent: summarize_op::DEFAULT_KEEP_RECENT,
+            pins: PinOptions::default(),
+        }
+    }
+}
+
+impl FitOptions {
+    /// Fit within `budget`: a number of tokens (`8000`) or a share of the window
+    /// ([`Budget::Percent`]). A budget above the window minus the reserve is lowered to it, with
+    /// a warning.
+    pub fn new(budget: impl Into<Budget>) -> FitOptions {
+        FitOptions {
+            budget: Some(budget.into()),
+            ..FitOptions::default()
+        }
+    }
+
+    /// Tokens kept free for the reply: the budget never goes above the window minus this
+    /// (default: the body's `max_tokens` / `max_completion_tokens`, else 4096).
+    #[must_use]
+    pub fn reserve(mut self, tokens: u64) -> FitOptions {
+        self.reserve = Some(tokens);
+        self
+    }
+
+    /// Documents at or under `trigger` pass through unchanged; those over it are brought within
+    /// the budget (default: the budget; never below it). With a trigger above the budget, an
+    /// agent that fits before every call compacts once, well below the trigger.
+    #[must_use]
+    pub fn trigger(mut self, trigger: impl Into<Budget>) -> FitOptions {
+        self.trigger = Some(trigger.into());
+        self
+    }
+
+    /// Whether the summarize stage runs, with the offline extractive engine (default false).
+    #[must_use]
+    pub fn summarize(mut self, yes: bool) -> FitOptions {
+        self.summarize = yes;
+        self
+    }
+
+    /// With the summarize stage: at least this many newest messages stay verbatim (default 6).
+    #[must_use]
+    pub fn keep_recent(mut self, messages: usize) -> FitOptions {
+        self.keep_recent = messages;
+        self
+    }
+
+    /// Whether the partial stage runs: when whole units cannot fit, the largest unpinned text
+    /// is cut to the exact budget (default false).
+    #[must_use]
+    pub fn partial(mut self, yes: bool) -> FitOptions {
+        self.partial = yes;
+        self
+    }
+
+    /// The newest tool results the prune stage keeps verbatim, and the newest exchanges the
+    /// truncate stage keeps (default 3).
+    #[must_use]
+    pub fn keep(mut self, results: usize) -> FitOptions {
+        self.keep = results;
+        self
+    }
+
+    /// A result is cleared only when that saves at least this many tokens (default 200).
+    #[must_use]
+    pub fn min_saving(mut self, tokens: usize) -> FitOptions {
+        self.min_saving = tokens;
+        self
+    }
+
+    /// Which units the truncate stages remove first (default [`Strategy::Oldest`]).
+    #[must_use]
+    pub fn strategy(mut self, strategy: Strategy) -> FitOptions {
+        self.strategy = strategy;
+        self
+    }
+
+    /// The options of the operation, for a document whose budget and trigger are these.
+    fn options(&self, budget: u64, trigger: u64) -> fit_op::Options {
+        let pins = &self.pins;
+        fit_op::Options {
+            budget: 0,
+            shorten_args: fit_op::DEFAULT_SHORTEN_ARGS,
+            trigger: 0,
+            stages: fit_op::Stage::defaults(self.summarize, self.partial),
+            details: false,
+            prune: prune_op::Options {
+                keep: self.keep,
+                min_saving: self.min_saving,
+                pins: pins.clone(),
+                ..prune_op::Options::default()
+            },
+            truncate: truncate_op::Options {
+                strategy: self.strategy,
+                pins: pins.clone(),
+                ..truncate_op::Options::default()
+            },
+            summarize: summarize_op::Options {
+                keep_recent: self.keep_recent,
+                after_messages: 0,
+                over_tokens: 0,
+                force: true,
+                pins: pins.clone(),
+                budget: None,
+                task: None,
+            },
+        }
+        .for_budget(budget, trigger)
+    }
+}
+
+/// Brings `doc` within its budget with the least loss, as `ctx fit` does: a document at or
+/// under the trigger (by default the budget) comes back unchanged; one over it comes back
+/// within the budget, or the call fails with [`ErrorKind::CannotFit`](super::ErrorKind) when
+/// even the last stage cannot get there (the pinned messages and the newest unit are too large).
+///
+/// ```
+/// # fn main() -> Result<(), ctx::Error> {
+/// let messages: Vec<serde_json::Value> =
+///     serde_json::from_str(r#"[{"role":"user","content":"hi"}]"#).unwrap();
+/// let fitted = ctx::fit(messages, &ctx::FitOptions::new(8000).model("gpt-4o"))?;
+/// assert!(fitted.tokens_after <= 8000);
+/// let messages: Vec<serde_json::Value> = fitted.into_messages();
+/// # assert_eq!(messages.len(), 1);
+/// # Ok(())
+/// # }
+/// ```
+pub fn fit(doc: impl IntoDocument, options: &FitOptions) -> Result<Rewritten> {
+    let limits = |doc: &document::Document, settings: &Settings, warnings: &mut Vec<String>| {
+        let budget = budget_tokens(options.budget, options.reserve, doc, settings, warnings)?;
+        let trigger = match options.trigger {
+            Some(t) => {
+                // Compared as given: lowering both to the window minus the reserve may make them
+                // equal, which is fine.
+                let given = settings.budget_tokens(t)?;
+                let given_budget = match options.budget {
+                    Some(b) => settings.budget_tokens(b)?,
+                    None => budget,
+                };
+                if given < given_budget {
+                    bail!(
+                        "the trigger ({given} tokens) is below the budget ({given_budget} tokens): the trigger must be at least the budget"
+                    );
+                }
+                request_tokens("trigger", t, options.reserve, doc, settings, warnings)?
+            }
+            None => budget,
+        };
+        Ok((budget, trigger))
+    };
+    rewrite(
+        doc,
+        &options.model,
+        limits,
+        |doc, counter, count, (budget, trigger)| {
+            let opts = options.options(budget, trigger);
+            let summarizer = opts.stages.contains(&fit_op::Stage::Summarize).then(|| {
+                summarize_op::Summarizer::extractive(
+                    summarize_op::DEFAULT_MAX_SUMMARY_TOKENS,
+                    SummaryRole::System,
+                    summarize_op::OnError::Fail,
+                )
+            });
+            let f = fit_op::fit(doc, counter, count, &opts, summarizer.as_ref())?;
+            // The last stage run, as the report names it.
+            let last = f.stages.last().and_then(|s| s["stage"].as_str());
+            let stopped_at = fit_op::Stage::ALL
+                .into_iter()
+                .find(|s| f.triggered && last == Some(s.name()))
+                .map(fit_op::Stage::name);
+            Ok(Done {
+                doc: f.doc,
+                tokens_before: f.tokens_before,
+                tokens_after: f.tokens_after,
+                dropped: f.dropped,
+                stopped_at,
+                warnings: Vec::new(),
+            })
+        },
+    )
+}
+
+/// How [`prune`] shrinks old tool traffic, as `ctx prune` does (docs/strategies.md).
+#[derive(Clone, Debug)]
+pub struct PruneOptions {
+    model: Model,
+    keep: usize,
+    min_saving: usize,
+    thinking: Thinking,
+    exclude_tools: Vec<String>,
+    include_errors: bool,
+    clear_inputs: bool,
+    max_tool_tokens: Option<usize>,
+    shorten_args: Option<usize>,
+    pins: PinOptions,
+}
+
+impl Default for PruneOptions {
+    /// Every option as `ctx prune` has it.
+    fn default() -> PruneOptions {
+        let o = prune_op::Options::default();
+        PruneOptions {
+            model: Model::default(),
+            keep: o.keep,
+            min_saving: o.min_saving,
+            thinking: o.thinking,
+            exclude_tools: o.exclude_tools,
+            include_errors: o.include_errors,
+            clear_inputs: o.clear_inputs,
+            max_tool_tokens: o.max_tool_tokens,
+            shorten_args: o.shorten_args,
+            pins: PinOptions::default(),
+        }
+    }
+}
+
+impl PruneOptions {
+    /// The newest tool results kept verbatim (default 3).
+    #[must_use]
+    pub fn keep(mut self, results: usize) -> PruneOptions {
+        self.keep = results;
+        self
+    }
+
+    /// A result is cleared only when that saves at least this many tokens (default 200).
+    #[must_use]
+    pub fn min_saving(mut self, tokens: usize) -> PruneOptions {
+        self.min_saving = tokens;
+        self
+    }
+
+    /// Which reasoning to drop (default [`Thinking::Keep`]: none); never from an unfinished
+    /// tool loop.
+    #[must_use]
+    pub fn thinking(mut self, thinking: Thinking) -> PruneOptions {
+        self.thinking = thinking;
+        self
+    }
+
+    /// Never clears, clips or shortens the results and calls of this tool.
+    #[must_use]
+    pub fn exclude_tool(mut self, name: impl Into<String>) -> PruneOptions {
+        self.exclude_tools.push(name.into());
+        self
+    }
+
+    /// Whether error results are cleared too (default false).
+    #[must_use]
+    pub fn include_errors(mut self, yes: bool) -> PruneOptions {
+        self.include_errors = yes;
+        self
+    }
+
+    /// Whether the arguments of cleared calls become `{}` too (default false).
+    #[must_use]
+    pub fn clear_inputs(mut self, yes: bool) -> PruneOptions {
+        self.clear_inputs = yes;
+        self
+    }
+
+    /// Clips any tool result over this many tokens middle-out, kept results included (at
+    /// least 1).
+    #[must_use]
+    pub fn max_tool_tokens(mut self, tokens: usize) -> PruneOptions {
+        self.max_tool_tokens = Some(tokens);
+        self
+    }
+
+    /// Cuts string values over this many tokens in the arguments of old calls to their start
+    /// and a marker (at least 1).
+    #[must_use]
+    pub fn shorten_args(mut self, tokens: usize) -> PruneOptions {
+        self.shorten_args = Some(tokens);
+        self
+    }
+}
+
+/// Shrinks old tool traffic in `doc` without removing a message, as `ctx prune` does: older
+/// tool results become placeholders that keep the call, the size, the status and the salient
+/// lines, and (as the options say) huge results are clipped, long arguments shortened and old
+/// reasoning dropped. No pair is broken, so the output is as valid as the input.
+pub fn prune(doc: impl IntoDocument, options: &PruneOptions) -> Result<Rewritten> {
+    let no_limits = |_: &document::Document, _: &Settings, _: &mut Vec<String>| Ok(());
+    rewrite(doc, &options.model, no_limits, |doc, counter, count, ()| {
+        if options.max_tool_tokens == Some(0) {
+            bail!("--max-tool-tokens must be at least 1");
+        }
+        if options.shorten_args == Some(0) {
+            bail!("--shorten-args must be at least 1");
+        }
+        let opts = prune_op::Options {
+            keep: options.keep,
+            min_saving: options.min_saving,
+            thinking: options.thinking,
+            exclude_tools: options.exclude_tools.clone(),
+            include_errors: options.include_errors,
+            clear_inputs: options.clear_inputs,
+            max_tool_tokens: options.max_tool_tokens,
+            shorten_args: options.shorten_args,
+            pins: options.pins.clone(),
+            ..prune_op::Options::default()
+        };
+        let p = prune_op::prune(doc, counter, &count, &opts)?;
+        Ok(Done {
+            doc: p.doc,
+            tokens_before: p.tokens_before,
+            tokens_after: p.tokens_after,
+            dropped: p.dropped,
+            stopped_at: None,
+            warnings: Vec::new(),
+        })
+    })
+}
+
+/// How [`truncate`] removes whole units, as `ctx truncate` does (docs/strategies.md).
+#[derive(Clone, Debug)]
+pub struct TruncateOptions {
+    model: Model,
+    budget: Option<Budget>,
+    reserve: Option<u64>,
+    strategy: Strategy,
+    keep_last: Option<usize>,
+    note: bool,
+    partial: bool,
+    pins: PinOptions,
+}
+
+impl Default for TruncateOptions {
+    /// The budget is the window minus the reserve, and every other option as `ctx truncate` has
+    /// it.
+    fn default() -> TruncateOptions {
+        let o = truncate_op::Options::default();
+        TruncateOptions {
+            model: Model::default(),
+            budget: None,
+            reserve: None,
+            strategy: o.strategy,
+            keep_last: o.keep_last,
+            note: o.note.is_some(),
+            partial: o.partial,
+            pins: PinOptions::default(),
+        }
+    }
+}
+
+impl TruncateOptions {
+    /// Truncate to `budget`: tokens, or a share of the window; lowered, with a warning, to the
+    /// window minus the reserve.
+    pub fn new(budget: impl Into<Budget>) -> TruncateOptions {
+        TruncateOptions {
+            budget: Some(budget.into()),
+            ..TruncateOptions::default()
+        }
+    }
+
+    /// Tokens kept free for the reply (default: the body's `max_tokens`, else 4096).
+    #[must_use]
+    pub fn reserve(mut self, tokens: u64) -> TruncateOptions {
+        self.reserve = Some(tokens);
+        self
+    }
+
+    /// Which units go first (default [`Strategy::Oldest`]).
+    #[must_use]
+    pub fn strategy(mut self, strategy: Strategy) -> TruncateOptions {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Keeps at most this many newest non-system messages, rounded down to a unit boundary.
+    #[must_use]
+    pub fn keep_last(mut self, messages: usize) -> TruncateOptions {
+        self.keep_last = Some(messages);
+        self
+    }
+
+    /// Whether a note marks where messages were removed (default false).
+    #[must_use]
+    pub fn note(mut self, yes: bool) -> TruncateOptions {
+        self.note = yes;
+        self
+    }
+
+    /// Whether, when whole units cannot fit, the largest unpinned text is cut middle-out to
+    /// use the budget exactly (default false).
+    #[must_use]
+    pub fn partial(mut self, yes: bool) -> TruncateOptions {
+        self.partial = yes;
+        self
+    }
+}
+
+/// Removes whole units of `doc` (a tool exchange, or any other single message), oldest first by
+/// default, until it fits its budget, as `ctx truncate` does. Pinned units and the newest unit
+/// are never removed; when they alone are over the budget, the call fails with
+/// [`ErrorKind::CannotFit`](super::ErrorKind).
+pub fn truncate(doc: impl IntoDocument, options: &TruncateOptions) -> Result<Rewritten> {
+    let limits = |doc: &document::Document, settings: &Settings, warnings: &mut Vec<String>| {
+        budget_tokens(options.budget, options.reserve, doc, settings, warnings)
+    };
+    rewrite(
+        doc,
+        &options.model,
+        limits,
+        |doc, counter, count, budget| {
+            let opts = truncate_op::Options {
+                budget,
+                strategy: options.strategy,
+                keep_last: options.keep_last,
+                note: truncate_op::note_text(options.note, None)?,
+                partial: options.partial,
+                pins: options.pins.clone(),
+                ..truncate_op::Options::default()
+            };
+            let t = truncate_op::truncate(doc, counter, &count, &opts)?;
+            Ok(Done {
+                doc: t.doc,
+                tokens_before: t.tokens_before,
+                tokens_after: t.tokens_after,
+                dropped: t.dropped,
+                stopped_at: None,
+                warnings: Vec::new(),
+            })
+        },
+    )
+}
+
+/// How [`summarize`] replaces older messages with a summary (docs/summarize.md).
+#[derive(Clone, Debug)]
+pub struct SummarizeOptions {
+    model: Model,
+    keep_recent: usize,
+    max_summary_tokens: usize,
+    summary_role: SummaryRole,
+    on_error: OnError,
+    pins: PinOptions,
+}
+
+impl Default for SummarizeOptions {
+    /// Every option as `ctx summarize --engine extractive` has it.
+    fn default() -> SummarizeOptions {
+        SummarizeOptions {
+            model: Model::default(),
+            keep_recent: summarize_op::DEFAULT_KEEP_RECENT,
+            max_summary_tokens: summarize_op::DEFAULT_MAX_SUMMARY_TOKENS,
+            summary_role: SummaryRole::System,
+            on_error: OnError::Fail,
+            pins: PinOptions::default(),
+        }
+    }
+}
+
+impl SummarizeOptions {
+    /// At least this many newest messages stay verbatim, extended back to a unit boundary
+    /// (default 6).
+    #[must_use]
+    pub fn keep_recent(mut self, messages: usize) -> SummarizeOptions {
+        self.keep_recent = messages;
+        self
+    }
+
+    /// The longest summary text, in tokens (default 500; at least 1).
+    #[must_use]
+    pub fn max_summary_tokens(mut self, tokens: usize) -> SummarizeOptions {
+        self.max_summary_tokens = tokens;
+        self
+    }
+
+    /// The summary message's role in OpenAI documents (default [`SummaryRole::System`];
+    /// Anthropic documents always use `user`).
+    #[must_use]
+    pub fn summary_role(mut self, role: SummaryRole) -> SummarizeOptions {
+        self.summary_role = role;
+        self
+    }
+
+    /// What happens when no summary fits where it goes (default [`OnError::Fail`]: the call
+    /// fails with [`ErrorKind::Summarizer`](super::ErrorKind)); a fallback adds a warning.
+    #[must_use]
+    pub fn on_error(mut self, on_error: OnError) -> SummarizeOptions {
+        self.on_error = on_error;
+        self
+    }
+}
+
+/// Replaces every unpinned message older than the newest few with one summary message, written
+/// by ctx's offline extractive engine (a ledger of the task, the actions, the files edited, the
+/// tests run, the errors and the latest state), as `ctx summarize --engine extractive --force`
+/// does. A later call extends that running summary with only the newly aged-out messages. A
+/// summary is never larger than what it replaces; when none fits, the call fails with
+/// [`ErrorKind::Summarizer`](super::ErrorKind).
+pub fn summarize(doc: impl IntoDocument, options: &SummarizeOptions) -> Result<Rewritten> {
+    let no_limits = |_: &document::Document, _: &Settings, _: &mut Vec<String>| Ok(());
+    rewrite(doc, &options.model, no_limits, |doc, counter, count, ()| {
+        if options.max_summary_tokens == 0 {
+            bail!("--max-summary-tokens must be at least 1");
+        }
+        let summarizer = summarize_op::Summarizer::extractive(
+            options.max_summary_tokens,
+            options.summary_role,
+            options.on_error,
+        );
+        let opts = summarize_op::Options {
+            keep_recent: options.keep_recent,
+            after_messages: 0,
+            over_tokens: 0,
+            force: true,
+            pins: options.pins.clone(),
+            budget: None,
+            task: None,
+        };
+        let s = summarize_op::summarize(doc, counter, &count, &opts, &summarizer, &[])?;
+        let fallback = match (s.fallback, &s.error) {
+            (Some("truncate"), Some(why)) => Some(format!(
+                "no summary ({why}): the messages to summarize were removed instead"
+            )),
+            (Some(_), Some(why)) => Some(format!("no summary ({why}): the document is unchanged")),
+            _ => None,
+        };
+        Ok(Done {
+            doc: s.doc,
+            tokens_before: s.tokens_before,
+            tokens_after: s.tokens_after,
+            dropped: s.dropped,
+            stopped_at: None,
+            warnings: fallback.into_iter().collect(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The library's defaults are the command's: `FitOptions::new(b)` gives `fit`'s operation
+    /// the options `ctx fit --budget b` gives it (but for keeping every original, which
+    /// `--dropped` also does).
+    #[test]
+    fn fit_options_default_to_the_commands() {
+        let args: crate::cmd::fit::Args = crate::cmd::parse_flags(&["fit", "--budget", "8000"]);
+        let mut cli = args.options().unwrap().for_budget(8000, 8000);
+        cli.prune.keep_originals = true;
+        let lib = FitOptions::new(8000).options(8000, 8000);
+        assert_eq!(format!("{lib:?}"), format!("{cli:?}"));
+        let args: crate::cmd::fit::Args =
+            crate::cmd::parse_flags(&["fit", "--summarize=extractive", "--partial"]);
+        let mut cli = args.options().unwrap().for_budget(100, 100);
+        cli.prune.keep_originals = true;
+        let lib = FitOptions::default()
+            .summarize(true)
+            .partial(true)
+            .options(100, 100);
+        assert_eq!(format!("{lib:?}"), format!("{cli:?}"));
+    }
+
+    /// `PruneOptions::default()` is `ctx prune` with no flags, `TruncateOptions` and
+    /// `SummarizeOptions` those of `ctx truncate` and `ctx summarize`.
+    #[test]
+    fn other_options_default_to_the_commands() {
+        let args: crate::cmd::prune::Args = crate::cmd::parse_flags(&["prune"]);
+        let cli = args.options();
+        let lib = PruneOptions::default();
+        assert_eq!(
+            (lib.keep, lib.min_saving, lib.thinking, lib.include_errors),
+            (cli.keep, cli.min_saving, cli.thinking, cli.include_errors)
+        );
+        let args: crate::cmd::truncate::Args = crate::cmd::parse_flags(&["truncate"]);
+        let cli = args.options().unwrap();
+        let lib = TruncateOptions::default();
+        assert_eq!(
+            (lib.strategy, lib.keep_last, lib.note, lib.partial),
+            (cli.strategy, cli.keep_last, cli.note.is_some(), cli.partial)
+        );
+        let args: crate::cmd::summarize::Args = crate::cmd::parse_flags(&["summarize"]);
+        let lib = SummarizeOptions::default();
+        assert_eq!(
+            (
+                lib.keep_recent,
+                lib.max_summary_tokens,
+                lib.summary_role,
+                lib.on_error
+            ),
+            (
+                args.summary.keep_recent,
+                args.summary.max_summary_tokens,
+                args.summary.summary_role,
+                args.summary.on_error
+            )
+        );
+    }
+}
