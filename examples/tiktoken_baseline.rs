@@ -61,7 +61,7 @@ fn main() {
         }
         Some("text") => {
             let text = std::fs::read_to_string(&args[2]).expect("readable file");
-            let encoding = ctx::tokenizer::Encoding::parse(&args[3]).expect("known encoding");
+            let encoding: ctx::Encoding = args[3].parse().expect("known encoding");
             let runs: usize = args.get(4).and_then(|r| r.parse().ok()).unwrap_or(5);
             let bpe = bpe(&args[3]);
             let ours = encoding.count(&text);

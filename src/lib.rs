@@ -39,3 +39,6 @@ pub use api::{
     SummarizeOptions, SummaryRole, Thinking, TruncateOptions, check, count, fit, prune, summarize,
     truncate,
 };
+
+#[cfg(test)]
+mod tests;

@@ -419,7 +419,7 @@ mod tests {
     use super::*;
 
     fn settings(
-        args: &ModelArgs,
+        args: &ModelOptions,
         body: Option<&str>,
         env: Option<&str>,
     ) -> (Settings, Vec<String>) {
@@ -430,7 +430,7 @@ mod tests {
 
     #[test]
     fn model_precedence_is_flag_body_env_default() {
-        let flag = ModelArgs {
+        let flag = ModelOptions {
             model: Some("gpt-4".into()),
             ..Default::default()
         };
@@ -440,7 +440,7 @@ mod tests {
                 .model_name,
             "gpt-4"
         );
-        let none = ModelArgs::default();
+        let none = ModelOptions::default();
         assert_eq!(
             settings(&none, Some("gpt-4o-mini"), Some("o3"))
                 .0
@@ -455,7 +455,7 @@ mod tests {
     /// current Claude Sonnet, not as gpt-4o.
     #[test]
     fn anthropic_documents_default_to_claude() {
-        let none = ModelArgs::default();
+        let none = ModelOptions::default();
         let s = Settings::resolve(&none, None, None, Dialect::Anthropic, None, &mut Vec::new());
         assert_eq!(s.model_name, "claude-sonnet-4");
         assert!(s.is_anthropic_model());
@@ -474,7 +474,7 @@ mod tests {
 
     #[test]
     fn budgets_over_the_window_minus_the_reserve_are_lowered() {
-        let (s, _) = settings(&ModelArgs::default(), Some("gpt-4o"), None);
+        let (s, _) = settings(&ModelOptions::default(), Some("gpt-4o"), None);
         let limit = s.input_limit(None, Some(16384)).unwrap().unwrap();
         assert_eq!(limit.tokens, 128_000 - 16384);
         let mut w = Vec::new();
@@ -502,7 +502,7 @@ mod tests {
         );
         assert!(s.input_limit(Some(128_000), None).is_err());
         // No window, nothing to lower to.
-        let (u, _) = settings(&ModelArgs::default(), Some("my-model"), None);
+        let (u, _) = settings(&ModelOptions::default(), Some("my-model"), None);
         assert_eq!(u.input_limit(None, None).unwrap(), None);
     }
 
@@ -515,13 +515,13 @@ mod tests {
 
     #[test]
     fn unknown_model_warns_and_has_no_window() {
-        let (s, w) = settings(&ModelArgs::default(), Some("my-model"), None);
+        let (s, w) = settings(&ModelOptions::default(), Some("my-model"), None);
         assert_eq!(w.len(), 1);
         assert!(s.window().is_err());
         assert!(s.budget_tokens(Budget::Percent(50.0)).is_err());
         assert_eq!(s.budget_tokens(Budget::Tokens(10)).unwrap(), 10);
         assert!(!s.exact);
-        let args = ModelArgs {
+        let args = ModelOptions {
             context_window: Some(1000),
             ..Default::default()
         };
@@ -531,7 +531,7 @@ mod tests {
 
     #[test]
     fn budgets_and_reserves() {
-        let (s, _) = settings(&ModelArgs::default(), Some("gpt-4o"), None);
+        let (s, _) = settings(&ModelOptions::default(), Some("gpt-4o"), None);
         assert_eq!(s.budget_tokens(Budget::Percent(50.0)).unwrap(), 64000);
         assert_eq!(s.default_budget(None, None).unwrap(), 128000 - 4096);
         assert_eq!(s.default_budget(None, Some(1000)).unwrap(), 127000);
@@ -544,14 +544,14 @@ mod tests {
 
     #[test]
     fn encoding_override_makes_counts_inexact() {
-        let args = ModelArgs {
+        let args = ModelOptions {
             encoding: Some(Encoding::Cl100kBase),
             ..Default::default()
         };
         let (s, _) = settings(&args, Some("gpt-4o"), None);
         assert_eq!(s.encoding, Encoding::Cl100kBase);
         assert!(!s.exact);
-        let args = ModelArgs {
+        let args = ModelOptions {
             encoding: Some(Encoding::O200kBase),
             ..Default::default()
         };

@@ -19,7 +19,7 @@
 //!
 //! The layout follows what public measurements of the API's prompt tokens reproduce (the
 //! community's worked-out rendering, checked against 47 API counts in
-//! tests/suite/tool_definitions.rs).
+//! src/tests/tool_definitions.rs).
 //! Constructs those measurements do not cover are rendered too, on the side that costs more
 //! tokens, and each one leaves a note saying the count is an estimate. Where measurements from
 //! different model snapshots disagree, the rendering takes the larger count.

@@ -1,17 +1,20 @@
 //! Counting against published numbers and over the corpus (tests/corpus), in one process (one encoder
 //! per encoding for the whole file, so the sweep stays fast on a 2-core CI machine).
 
-use crate::common::{self, corpus, corpus_files};
+use crate::common::{corpus, corpus_files};
 use crate::isolated;
 
 use std::path::Path;
 
-use ctx::cmd::check::{Severity, check};
+use ctx::{Document, Model, Severity, check};
 use serde_json::{Value, json};
 
+/// `value`'s count as `model` (else the body's model) sees it: (tokens, exact).
 fn count_with(value: Value, model: Option<&str>) -> (usize, bool) {
-    let c = common::count_as(value, model);
-    (c.total(), c.exact)
+    let doc = Document::parse(value, None).unwrap();
+    let model = model.map_or_else(Model::default, Model::named);
+    let c = ctx::count(&doc, &model).unwrap();
+    (c.tokens, c.exact)
 }
 
 fn data(name: &str) -> Value {
@@ -116,7 +119,7 @@ fn corpus_dialects_are_detected() {
     for (path, _, doc) in corpus() {
         let in_anthropic = path.components().any(|c| c.as_os_str() == "anthropic");
         assert_eq!(
-            doc.dialect == ctx::document::Dialect::Anthropic,
+            doc.dialect() == ctx::Dialect::Anthropic,
             in_anthropic,
             "{}",
             path.display()

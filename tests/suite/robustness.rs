@@ -2165,9 +2165,7 @@ fn closed_stdout_ends_quietly() {
 
 mod library {
     use super::*;
-    use ctx::cmd::check::check;
-    use ctx::counter::Counter;
-    use ctx::document::{Dialect, Document};
+    use ctx::{Dialect, Document, Model, check, count};
     use proptest::sample::select;
     use proptest::test_runner::Config;
 
@@ -2627,16 +2625,23 @@ mod library {
         ]
     }
 
-    /// Recognises, checks and counts `value` under every dialect choice; any panic fails the
-    /// property (proptest catches it and shrinks the input).
+    /// Recognises, checks and counts `value` under every dialect choice, through the library's
+    /// API; any panic fails the property (proptest catches it and shrinks the input).
     fn exercise(value: &Value) {
         for format in [None, Some(Dialect::Openai), Some(Dialect::Anthropic)] {
             let Ok(doc) = Document::parse(value.clone(), format) else {
                 continue;
             };
             let _findings = check(&doc);
-            let settings = crate::common::settings_for(&doc);
-            let _count = Counter::new(&settings, doc.dialect).document(&doc);
+            let _count = count(&doc, &Model::default());
+        }
+    }
+
+    /// Where message `i` of `doc` is, as a finding's jq-style path starts.
+    fn message_path(doc: &Document, i: usize) -> String {
+        match doc.body() {
+            Some(_) => format!(".messages[{i}]"),
+            None => format!(".[{i}]"),
         }
     }
 
@@ -2667,7 +2672,7 @@ mod library {
                 for f in check(&doc) {
                     if let Some(i) = f.index {
                         prop_assert!(i < doc.messages().len(), "finding for message {} of {}", i, doc.messages().len());
-                        prop_assert!(f.path.starts_with(&doc.message_path(i)), "path {:?} for message {}", f.path, i);
+                        prop_assert!(f.path.starts_with(&message_path(&doc, i)), "path {:?} for message {}", f.path, i);
                     }
                 }
             }

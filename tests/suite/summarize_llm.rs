@@ -974,12 +974,6 @@ mod invariants {
     use super::*;
     use proptest::prelude::*;
 
-    fn is_summary(m: &Value) -> bool {
-        m.get("content").and_then(Value::as_str).is_some_and(|t| {
-            t.starts_with("[ctx summary of ") && t != SPOOF_USER && t != SPOOF_RESULT
-        })
-    }
-
     proptest! {
         #![proptest_config(cases(16))]
 
@@ -991,7 +985,7 @@ mod invariants {
         ) {
             let server = Server::start((0..8).map(|_| ok("Summary: the agent read files and ran tests.")).collect());
             let k = keep_recent.to_string();
-            let fmt = match dialect { ctx::document::Dialect::Openai => "openai", _ => "anthropic" };
+            let fmt = dialect.name();
             let run = summarize(&server.base(), &["--keep-recent", &k, "--format", fmt, "-c", "-q"], &[], &value.to_string());
             if run.code == 4 && run.stderr.contains("a summary must be smaller than") {
                 // No summary is smaller than the few tokens it would replace: --on-error fail.

@@ -1,18 +1,18 @@
 //! `--encoding approx` must not undercount (SPEC §3: budgets rely on it): over the corpus it is
 //! at least the exact `o200k_base` and `cl100k_base` count of every text, every message and
 //! every document. Its bias, by kind of text, is printed by `approx_bias_by_kind_of_text`
-//! (`cargo test --test suite approx:: -- --nocapture`) and recorded in docs/counting.md.
+//! (`cargo test --lib tests::approx:: -- --nocapture`) and recorded in docs/counting.md.
 
-use crate::common;
+use super::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::counter::{Counter, Notes};
+use crate::document::Document;
+use crate::settings::Settings;
+use crate::tokenizer::Encoding;
 use common::{corpus_files, read_json};
-use ctx::counter::{Counter, Notes};
-use ctx::document::Document;
-use ctx::settings::Settings;
-use ctx::tokenizer::Encoding;
 use serde_json::Value;
 
 const EXACT: [Encoding; 2] = [Encoding::O200kBase, Encoding::Cl100kBase];

@@ -3,15 +3,15 @@
 //! each case with its source and licence), and properties of the rendering over generated
 //! definitions.
 
-use crate::common;
+use super::common;
 
 use std::path::Path;
 
-use ctx::counter::tools::{self, MAX_DEPTH};
-use ctx::counter::{Counter, DocumentCount};
-use ctx::document::Document;
-use ctx::settings::{ModelArgs, Settings};
-use ctx::tokenizer::Encoding;
+use crate::counter::tools::{self, MAX_DEPTH};
+use crate::counter::{Counter, DocumentCount};
+use crate::document::Document;
+use crate::settings::{ModelOptions, Settings};
+use crate::tokenizer::Encoding;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -224,7 +224,7 @@ fn every_measured_case_has_a_test_and_a_source() {
         let enc = Encoding::parse(c["encoding"].as_str().unwrap()).unwrap();
         let settings_enc = {
             let doc = Document::parse(c["request"].clone(), None).unwrap();
-            let args = ModelArgs {
+            let args = ModelOptions {
                 model: Some(c["count_with"].as_str().unwrap().to_string()),
                 ..Default::default()
             };
@@ -455,7 +455,7 @@ proptest! {
         let with = count(body(&fs, system), "gpt-4o");
         let without = count(body(&[], system), "gpt-4o");
         let rendered_tokens = Encoding::O200kBase.count(&rendered.text);
-        prop_assert!(with.tools >= rendered_tokens + ctx::counter::NAMESPACE_FRAMING);
+        prop_assert!(with.tools >= rendered_tokens + crate::counter::NAMESPACE_FRAMING);
         prop_assert!(with.total() >= without.total() + rendered_tokens);
         let again = count(body(&fs, system), "gpt-4o");
         prop_assert_eq!(with.total(), again.total());
@@ -533,7 +533,7 @@ fn absurd_depth_is_counted() {
                 let text = tools::render(&[f]).text;
                 let doc = Document::parse(body, None).unwrap();
                 let settings = Settings::resolve(
-                    &ModelArgs::default(),
+                    ModelOptions::default(),
                     doc.body_model(),
                     None,
                     doc.dialect,

@@ -1,14 +1,14 @@
 //! `ctx prune` against the invariants of SPEC §2, over generated conversations and over every
 //! file of the corpus (tests/corpus).
 
-use crate::common;
+use super::common;
 
+use crate::clip::is_cut_marker;
+use crate::clip::{DEFAULT_PLACEHOLDER, Template, is_clipped};
+use crate::cmd::prune::{Options, Pruning, Thinking, prune};
+use crate::conversation::{Conversation, PinOptions};
+use crate::document::{Dialect, Document};
 use common::*;
-use ctx::clip::is_cut_marker;
-use ctx::clip::{DEFAULT_PLACEHOLDER, Template, is_clipped};
-use ctx::cmd::prune::{Options, Pruning, Thinking, prune};
-use ctx::conversation::{Conversation, PinOptions};
-use ctx::document::{Dialect, Document};
 use proptest::prelude::*;
 use serde_json::Value;
 

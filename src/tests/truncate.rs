@@ -1,14 +1,14 @@
 //! `ctx truncate` against the invariants of SPEC §2, over generated conversations and over
 //! every file of the corpus (tests/corpus).
 
-use crate::common;
+use super::common;
 
+use crate::cmd::CannotFit;
+use crate::cmd::truncate::{Options, Strategy, Truncation, Weights, truncate};
+use crate::conversation::{Conversation, PinOptions, UnitKind};
+use crate::counter::Counter;
+use crate::document::{Dialect, Document};
 use common::*;
-use ctx::cmd::CannotFit;
-use ctx::cmd::truncate::{Options, Strategy, Truncation, Weights, truncate};
-use ctx::conversation::{Conversation, PinOptions, UnitKind};
-use ctx::counter::Counter;
-use ctx::document::{Dialect, Document};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -141,7 +141,7 @@ fn check_all(doc: &Document, opts: &Options) -> Result<(), TestCaseError> {
     prop_assert!(
         error_count(&out) <= before_errors,
         "new errors: {:?}",
-        ctx::cmd::check::check(&out)
+        crate::cmd::check::check(&out)
     );
     // I6: idempotent (a best-effort output over the budget has not been fitted).
     if tokens(&out) as u64 <= opts.budget {
@@ -333,7 +333,7 @@ proptest! {
     #[test]
     fn agent_transcripts_truncate_to_any_feasible_budget(
         exchanges in proptest::collection::vec((proptest::collection::vec((0u8..4, 1usize..300), 1..3), Just(false)), 5..60),
-        dialect in prop_oneof![Just(ctx::document::Dialect::Openai), Just(ctx::document::Dialect::Anthropic)],
+        dialect in prop_oneof![Just(crate::document::Dialect::Openai), Just(crate::document::Dialect::Anthropic)],
         share in 0.0f64..1.0,
     ) {
         let steps: Vec<Step> = std::iter::once(Step::User(20))
@@ -626,8 +626,8 @@ fn every_corpus_file_through_every_strategy_at_several_budgets() {
 #[test]
 fn an_agent_transcript_with_hundreds_of_exchanges_fits_any_feasible_budget() {
     for dialect in [
-        ctx::document::Dialect::Openai,
-        ctx::document::Dialect::Anthropic,
+        crate::document::Dialect::Openai,
+        crate::document::Dialect::Anthropic,
     ] {
         let steps: Vec<Step> = std::iter::once(Step::System)
             .chain(agent_steps(300, |i| 20 + (i * 37) % 150))
@@ -666,7 +666,7 @@ fn an_agent_transcript_with_hundreds_of_exchanges_fits_any_feasible_budget() {
                 error_count(&out.doc),
                 0,
                 "{:?}",
-                ctx::cmd::check::check(&out.doc)
+                crate::cmd::check::check(&out.doc)
             );
         }
         let below = Options {

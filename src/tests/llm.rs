@@ -1,11 +1,11 @@
-//! `ctx::llm` against a scripted HTTP/1.1 server on 127.0.0.1 started by each test: no network.
+//! `crate::llm` against a scripted HTTP/1.1 server on 127.0.0.1 started by each test: no network.
 
-use crate::scripted;
+use super::scripted;
 
 use std::thread;
 use std::time::Duration;
 
-use ctx::llm::{BaseUrl, ChatRequest, Endpoint, LlmError, chat};
+use crate::llm::{BaseUrl, ChatRequest, Endpoint, LlmError, chat};
 use scripted::{Reply, Seen, Server, ok, rate_limited, redirect};
 use serde_json::json;
 
@@ -291,7 +291,7 @@ fn redirects_are_not_followed() {
 
 #[test]
 fn env_and_endpoint_debug_redact_keys_and_credentials() {
-    let env = ctx::cmd::Env {
+    let env = crate::cmd::Env {
         ctx_api_key: Some("sk-ctx-secret-1".into()),
         openai_api_key: Some("sk-openai-secret-2".into()),
         ctx_base_url: Some("http://u:url-secret-3@h/v1".into()),

@@ -1,0 +1,138 @@
+//! `summarize` with the extractive engine against the invariants of SPEC §2 and its promises
+//! about the range, the task and text that pretends to be a summary, over generated
+//! conversations. (`ctx summarize` itself, over the same conversations, the corpus and with
+//! --summary-file, is tested through the binary in tests/suite/summarize.rs.)
+
+use proptest::prelude::*;
+
+use super::common::*;
+use crate::cmd::SummarizerFailed;
+use crate::cmd::summarize::{
+    DEFAULT_MAX_SUMMARY_TOKENS, OnError, Options, Summarizer, SummaryRole, summarize,
+};
+use crate::conversation::{Conversation, PinOptions};
+use crate::document::{Dialect, Document};
+
+/// What `ctx summarize --engine extractive --force --keep-recent KEEP_RECENT` makes of `doc`,
+/// with `--no-keep-task`, `--summary-role user` and `--on-error` as given.
+fn run(
+    doc: &Document,
+    keep_recent: usize,
+    no_keep_task: bool,
+    user_role: bool,
+    on_error: OnError,
+) -> anyhow::Result<Document> {
+    let role = if user_role {
+        SummaryRole::User
+    } else {
+        SummaryRole::System
+    };
+    let summarizer = Summarizer::extractive(DEFAULT_MAX_SUMMARY_TOKENS, role, on_error);
+    let opts = Options {
+        keep_recent,
+        after_messages: 30,
+        over_tokens: 128_000,
+        force: true,
+        pins: PinOptions {
+            no_keep_task,
+            ..PinOptions::default()
+        },
+        budget: None,
+        task: None,
+    };
+    with_counter(doc, |counter, count| {
+        summarize(doc.clone(), counter, &count, &opts, &summarizer, &[]).map(|s| s.doc)
+    })
+}
+
+/// Checks what summarize promises about the task, the range and spoofed headers on one run.
+fn check_range_and_task(
+    input: &Document,
+    out: &Document,
+    keep_recent: usize,
+    no_keep_task: bool,
+    user_summaries: bool,
+) -> Result<(), TestCaseError> {
+    assert_spoofs_are_ordinary(input, out, user_summaries)?;
+    let task = task_of(input).expect("generated documents have a task");
+    let summary_at = out.messages().iter().position(is_summary);
+    if !no_keep_task {
+        // The input's task is in the output verbatim, and a summary comes after it (a later run
+        // would take a user summary before it for the task).
+        let at = out.messages().iter().position(|m| m == task);
+        prop_assert!(at.is_some(), "the task was lost");
+        if let (Some(s), Some(t)) = (summary_at, at) {
+            prop_assert!(s > t, "the summary comes before the task");
+        }
+    }
+    // Every unpinned message before the kept ones is summarized (one summary in their place),
+    // or nothing is when there is none, or when the pinned task is among the kept messages.
+    let msgs = input.messages();
+    let n = msgs.len();
+    let conv = Conversation::new(msgs, input.dialect);
+    let pins = PinOptions {
+        no_keep_task,
+        ..PinOptions::default()
+    };
+    let pinned = conv.pinned_messages(&pins).unwrap();
+    let boundary = match keep_recent {
+        0 => n,
+        k if n <= k => 0,
+        k => conv.units[conv.messages[n - k].unit].start,
+    };
+    let unpinned = (0..boundary).filter(|&i| !pinned[i]).count();
+    if out.value() == input.value() {
+        let t = msgs.iter().position(|m| m == task).unwrap();
+        let task_kept = !no_keep_task && t >= boundary;
+        // A user turn in the summary's place and role that starts with the header is taken for
+        // the running summary (SPEC §2): with nothing after it to add, nothing changes.
+        let only_a_running_summary = user_summaries
+            && unpinned == 1
+            && (0..boundary).any(|i| !pinned[i] && msgs[i]["content"] == SPOOF_USER);
+        prop_assert!(
+            unpinned == 0 || task_kept || only_a_running_summary,
+            "{} messages before the kept ones were not summarized",
+            unpinned
+        );
+    } else {
+        prop_assert_eq!(
+            out.messages().len(),
+            n - unpinned + usize::from(summary_at.is_some()),
+            "every unpinned message before the kept ones is summarized"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(cases(48))]
+
+    #[test]
+    fn extractive_summaries_keep_the_invariants(
+        (value, dialect) in document(),
+        keep_recent in 0usize..8,
+        no_keep_task in proptest::bool::weighted(0.3),
+        user_role in proptest::bool::weighted(0.3),
+    ) {
+        let input = parse(value, dialect);
+        let out = match run(&input, keep_recent, no_keep_task, user_role, OnError::Fail) {
+            Ok(out) => out,
+            Err(e) => {
+                // Only when no summary can be smaller than the few tokens it would replace; with
+                // --on-error passthrough the document is then unchanged.
+                prop_assert!(e.downcast_ref::<SummarizerFailed>().is_some(), "{:#}", e);
+                prop_assert!(format!("{e:#}").contains("a summary must be smaller than"), "{:#}", e);
+                let out = run(&input, keep_recent, no_keep_task, user_role, OnError::Passthrough)
+                    .unwrap();
+                prop_assert_eq!(out.value(), input.value());
+                return Ok(());
+            }
+        };
+        check_summarized(&input, &out, keep_recent)?;
+        let user_summaries = user_role || dialect == Dialect::Anthropic;
+        check_range_and_task(&input, &out, keep_recent, no_keep_task, user_summaries)?;
+        // A second run with the same options finds nothing new to summarize.
+        let again = run(&out, keep_recent, no_keep_task, user_role, OnError::Fail).unwrap();
+        prop_assert_eq!(again.value(), out.value());
+    }
+}
