@@ -452,7 +452,8 @@ impl Template {
         Template { lines, max_len }
     }
 
-    /// The longest text a rendering can be, in bytes.
+    /// The longest text a rendering can be, in bytes (for tests: rendering checks it itself).
+    #[cfg(test)]
     pub fn max_len(&self) -> usize {
         self.max_len
     }

@@ -260,6 +260,7 @@ impl Conversation {
 
     /// The tool names a message involves: the tools it calls, or the tools whose results it
     /// carries (from the result's own `name`, else from the call it answers).
+    #[cfg(feature = "cli")]
     pub fn tool_names(&self, i: usize) -> Vec<String> {
         let m = &self.messages[i];
         let mut names: Vec<String> = m.calls.iter().filter_map(|c| c.name.clone()).collect();
@@ -469,7 +470,9 @@ mod tests {
                 call: 0
             })
         );
+        #[cfg(feature = "cli")]
         assert_eq!(c.tool_names(6), vec!["h"]);
+        #[cfg(feature = "cli")]
         assert_eq!(c.tool_names(4), vec!["g"]);
     }
 

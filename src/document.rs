@@ -19,7 +19,8 @@ pub enum Shape {
 }
 
 /// The API a document is written for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Dialect {
     /// OpenAI Chat Completions (and the many servers that speak it).
     Openai,

@@ -109,6 +109,7 @@ impl std::fmt::Display for ByteSize {
 
 /// One document as read: its bytes, not yet parsed, and where it starts in its input.
 pub struct RawDocument {
+    /// The document's bytes.
     pub bytes: Vec<u8>,
     /// Line (from 1) and bytes before it on that line, for error positions in input terms.
     line: usize,

@@ -15,7 +15,7 @@
 
 use std::fmt;
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
@@ -27,15 +27,18 @@ const SHOWN_QUERY_PARAMS: &[&str] = &["api-version"];
 
 /// A base URL as given (a flag, a profile or the environment), not yet checked. It may hold
 /// credentials, so its `Debug` never shows it; [`BaseUrl::parse`] checks it.
+#[cfg(feature = "cli")]
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct UrlArg(pub String);
 
+#[cfg(feature = "cli")]
 impl From<String> for UrlArg {
     fn from(s: String) -> UrlArg {
         UrlArg(s)
     }
 }
 
+#[cfg(feature = "cli")]
 impl fmt::Debug for UrlArg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match BaseUrl::parse(&self.0) {
@@ -156,12 +159,14 @@ impl BaseUrl {
 
     /// Whether this is OpenAI's own API (`https://api.openai.com`), where `OPENAI_API_KEY` may
     /// go whatever named the URL.
+    #[cfg(feature = "cli")]
     pub fn is_openai(&self) -> bool {
         self.is_https_host("api.openai.com")
     }
 
     /// Whether this URL is `https://{host}` (any path, port 443 or none): a provider's own API,
     /// where that provider's key may go whatever named the URL.
+    #[cfg(feature = "cli")]
     pub fn is_https_host(&self, host: &str) -> bool {
         let mine = self.host.to_ascii_lowercase();
         self.scheme == "https"
@@ -169,6 +174,7 @@ impl BaseUrl {
     }
 
     /// Whether the URL holds credentials (`user:password@`).
+    #[cfg(feature = "cli")]
     pub fn has_credentials(&self) -> bool {
         self.credentials.is_some()
     }
@@ -315,11 +321,17 @@ pub struct ChatReply {
     /// `choices[0].message.content`, never empty after trimming.
     pub text: String,
     /// The model the server says answered, when it says.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "read by the client's tests; no command shows it")
+    )]
     pub model: Option<String>,
     /// Attempts made, the successful one included.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "read by the client's tests; no command shows it")
+    )]
     pub attempts: u32,
-    /// Wall time of the whole call, retries and waits included.
-    pub latency: Duration,
     /// The server cut the reply short at `max_tokens` (`finish_reason: "length"`).
     pub truncated: bool,
 }
@@ -366,6 +378,10 @@ pub enum KeyHeader {
     /// `Authorization: Bearer KEY` (OpenAI and the servers compatible with it).
     Bearer,
     /// The key as the whole value of this header (`x-api-key`, `x-goog-api-key`).
+    #[cfg_attr(
+        not(feature = "cli"),
+        expect(dead_code, reason = "made only by count --exact's providers")
+    )]
     Named(&'static str),
 }
 
@@ -388,17 +404,18 @@ pub struct Replied<T> {
     pub value: T,
     /// Attempts made, the successful one included.
     pub attempts: u32,
-    /// Wall time of the whole call, retries and waits included.
-    pub latency: Duration,
 }
 
 /// Posts `req` to `{base_url}/chat/completions`, retrying as [`Endpoint`] says. One call, one
-/// connection: calls that follow one another should share a [`Client`].
+/// connection: calls that follow one another should share a [`Client`]. (The summarizer keeps
+/// a [`Client`]; this is for tests.)
+#[cfg(test)]
 pub fn chat(endpoint: &Endpoint, req: &ChatRequest) -> Result<ChatReply, LlmError> {
     Client::new(endpoint.clone()).chat(req)
 }
 
 /// [`Client::post`] through a client of its own.
+#[cfg(feature = "cli")]
 pub fn post<T>(
     endpoint: &Endpoint,
     req: &Post<'_>,
@@ -448,7 +465,6 @@ impl Client {
         let replied = self.post(&post_req, parse_reply)?;
         Ok(ChatReply {
             attempts: replied.attempts,
-            latency: replied.latency,
             ..replied.value
         })
     }
@@ -467,18 +483,13 @@ impl Client {
             message: format!("cannot encode the request: {e}"),
             status: None,
         })?;
-        let started = Instant::now();
         let mut attempts: u32 = 0;
         let mut backoff = FIRST_BACKOFF;
         loop {
             attempts = attempts.saturating_add(1);
             match attempt(&self.agent, endpoint, req, &url, &body, &parse) {
                 Attempt::Done(value) => {
-                    return Ok(Replied {
-                        value,
-                        attempts,
-                        latency: started.elapsed(),
-                    });
+                    return Ok(Replied { value, attempts });
                 }
                 Attempt::Retry { wait, .. } if attempts <= endpoint.retries => {
                     thread::sleep(wait.unwrap_or(backoff).min(endpoint.max_backoff));
@@ -707,7 +718,6 @@ fn parse_reply(text: &str) -> Result<ChatReply, String> {
             .and_then(Value::as_str)
             .map(str::to_string),
         attempts: 0,
-        latency: Duration::ZERO,
     })
 }
 
@@ -787,6 +797,7 @@ mod tests {
     use std::net::TcpListener;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
+    use std::time::Instant;
 
     use super::*;
 
@@ -933,13 +944,16 @@ mod tests {
             u.basic_auth().as_deref(),
             Some("Basic YWxAaWNlOnBhOnNzLXdvcmQ=")
         );
-        let debug = format!("{:?}", UrlArg("http://u:secret-pw@h/v1?key=abcdef".into()));
-        assert!(
-            !debug.contains("secret-pw") && !debug.contains("abcdef"),
-            "{debug}"
-        );
-        let debug = format!("{:?}", UrlArg("u:secret-pw@h/v1".into()));
-        assert!(!debug.contains("secret-pw"), "{debug}");
+        #[cfg(feature = "cli")]
+        {
+            let debug = format!("{:?}", UrlArg("http://u:secret-pw@h/v1?key=abcdef".into()));
+            assert!(
+                !debug.contains("secret-pw") && !debug.contains("abcdef"),
+                "{debug}"
+            );
+            let debug = format!("{:?}", UrlArg("u:secret-pw@h/v1".into()));
+            assert!(!debug.contains("secret-pw"), "{debug}");
+        }
     }
 
     #[test]
@@ -961,6 +975,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "cli")]
     #[test]
     fn a_providers_own_host_is_https_and_exactly_that_host() {
         for host in ["api.openai.com", "api.anthropic.com"] {

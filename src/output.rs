@@ -25,6 +25,7 @@ pub struct DocumentWriter<W: Write> {
 }
 
 impl<W: Write> DocumentWriter<W> {
+    /// A writer of documents to `out`.
     pub fn new(out: W) -> DocumentWriter<W> {
         DocumentWriter { out }
     }

@@ -4,20 +4,25 @@
 //! override, the context window and `--budget N|P%` / reserve arithmetic, once per document.
 //! Pure: the environment is read by the caller and passed in.
 
+#[cfg(feature = "cli")]
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+#[cfg(feature = "cli")]
+use anyhow::Context;
+use anyhow::{Result, bail};
 use serde_json::Value;
 
 use crate::document::Dialect;
 use crate::image::OpenAiImageScheme;
+#[cfg(feature = "cli")]
 use crate::input::{ByteSize, RawDocument, read_flag_file};
 use crate::models::{self, ImageRule, Model};
 use crate::tokenizer::Encoding;
 
 /// Model flags shared by every command that counts.
+#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ModelArgs {
     /// Model to count for (beats the body's `model` and $CTX_MODEL; default gpt-4o for OpenAI
@@ -71,6 +76,7 @@ impl Default for ModelOptions {
     }
 }
 
+#[cfg(feature = "cli")]
 impl From<&ModelArgs> for ModelOptions {
     fn from(args: &ModelArgs) -> ModelOptions {
         ModelOptions {
@@ -88,10 +94,12 @@ impl From<&ModelOptions> for ModelOptions {
     }
 }
 
+#[cfg(feature = "cli")]
 fn parse_encoding(s: &str) -> Result<Encoding, String> {
     Encoding::parse(s).map_err(|e| e.to_string())
 }
 
+#[cfg(feature = "cli")]
 fn parse_window(s: &str) -> Result<u64, String> {
     match s.trim().replace('_', "").parse::<u64>() {
         Ok(0) => Err("a context window of 0 tokens holds nothing; give the model's window".into()),
@@ -100,6 +108,7 @@ fn parse_window(s: &str) -> Result<u64, String> {
     }
 }
 
+#[cfg(feature = "cli")]
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once(['x', 'X'])
@@ -184,6 +193,7 @@ pub struct InputLimit {
 
 /// The tools file given with `--tools`, read once per run, at most `limit` bytes
 /// (`--max-input-size`).
+#[cfg(feature = "cli")]
 pub fn read_tools_file(path: &Path, limit: ByteSize) -> Result<Arc<Value>> {
     let flag = || format!("--tools {}", path.display());
     let text = read_flag_file(path, limit).with_context(flag)?;
@@ -506,6 +516,7 @@ mod tests {
         assert_eq!(u.input_limit(None, None).unwrap(), None);
     }
 
+    #[cfg(feature = "cli")]
     #[test]
     fn a_context_window_of_zero_is_refused() {
         assert!(parse_window("0").is_err());

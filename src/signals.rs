@@ -333,8 +333,8 @@ fn test_line(line: &str) -> bool {
         || line.starts_with("--- PASS")
 }
 
-/// What a result's text reports: (an error, a test outcome). See [`reports_error`] and
-/// [`reports_test_outcome`].
+/// What a result's text reports: (an error, a test outcome), as `reports_error` and
+/// `reports_test_outcome` (the tests' names for its two answers) describe them.
 fn scan_output(text: &str) -> (bool, bool) {
     let s = &*SEARCHERS;
     let b = text.as_bytes();
@@ -368,6 +368,10 @@ fn scan_output(text: &str) -> (bool, bool) {
 ///   pytest's `E` marker: `SyntaxError: invalid syntax`, `error: could not compile`;
 /// - `Traceback (most recent call last)`, `panicked at`, `command not found`,
 ///   `No such file or directory`, `Permission denied`, `Segmentation fault`.
+///
+/// (Callers scan a text once for both with `scan_output`; this and [`reports_test_outcome`]
+/// name its two answers for the tests.)
+#[cfg(test)]
 pub fn reports_error(text: &str) -> bool {
     scan_output(text).0
 }
@@ -378,6 +382,7 @@ pub fn reports_error(text: &str) -> bool {
 /// - a line starting with `test result:` (cargo), `Ran N tests` (unittest), a line `OK`,
 ///   `OK (...)` or `FAILED (...)` (unittest), `--- FAIL` or `--- PASS` (go test);
 /// - a test named with `::` and marked `PASSED` or `FAILED` (pytest -v, pytest's summary).
+#[cfg(test)]
 pub fn reports_test_outcome(text: &str) -> bool {
     scan_output(text).1
 }

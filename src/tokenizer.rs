@@ -90,7 +90,7 @@ static R50K_BASE: Spec = Spec::new(&bpe::R50K_BASE, pattern::R50K_BASE, Some(Fas
 
 impl Encoding {
     /// Every encoding, in the order `--help` lists them.
-    pub const ALL: [Encoding; 6] = [
+    pub(crate) const ALL: [Encoding; 6] = [
         Encoding::O200kBase,
         Encoding::O200kHarmony,
         Encoding::Cl100kBase,
@@ -112,7 +112,7 @@ impl Encoding {
     }
 
     /// Parses an encoding name; the error lists the valid ones.
-    pub fn parse(name: &str) -> Result<Encoding> {
+    pub(crate) fn parse(name: &str) -> Result<Encoding> {
         Encoding::ALL
             .into_iter()
             .find(|e| e.name() == name)

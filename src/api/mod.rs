@@ -1,8 +1,10 @@
 //! The library's API: documents, what they are counted against, and the operations behind the
 //! command line's commands, as functions over owned values.
 //!
-//! Every item here is re-exported at the crate root. Each function does what its command does
-//! to one document, with the same defaults: [`count`] and [`check`] read a document, [`prune`],
+//! Every item here is re-exported at the crate root; the rest of the crate is private (the
+//! `cmd`, `input`, `output` and `profile` modules are public only for the `ctx` binary, with the
+//! `cli` feature, and are no stable API). Each function does what its command does to one
+//! document, with the same defaults: [`count`] and [`check`] read a document, [`prune`],
 //! [`truncate`], [`summarize`] and [`fit`] rewrite one. Nothing here reads the environment
 //! (`$CTX_MODEL`), files or the network, or writes anywhere: warnings come back in the result.
 

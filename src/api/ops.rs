@@ -727,7 +727,7 @@ pub fn summarize(doc: impl IntoDocument, options: &SummarizeOptions) -> Result<R
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
 

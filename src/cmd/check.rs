@@ -8,13 +8,19 @@
 
 use std::collections::{HashMap, HashSet};
 
+#[cfg(feature = "cli")]
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde_json::Value;
+#[cfg(feature = "cli")]
+use serde_json::json;
 
+#[cfg(feature = "cli")]
 use super::{Env, InputArgs, Outcome, OutputArgs};
 use crate::conversation::{Conversation, Role, UnitKind};
 use crate::document::{Dialect, Document, kind, missing_role_hint};
+#[cfg(feature = "cli")]
 use crate::input::Origin;
+#[cfg(feature = "cli")]
 use crate::output::render;
 use crate::settings::Settings;
 
@@ -29,6 +35,7 @@ use crate::settings::Settings;
 ///   ctx check session.json | jq '.[] | select(.severity == "error")'
 ///
 /// Exit codes: 0 no errors (warnings allowed); 1 errors found; 2 bad input or flags.
+#[cfg(feature = "cli")]
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -70,6 +77,7 @@ pub struct Finding {
     pub message: String,
 }
 
+#[cfg(feature = "cli")]
 impl Finding {
     fn to_json(&self) -> Value {
         json!({
@@ -83,10 +91,12 @@ impl Finding {
 }
 
 /// Runs `check` over documents.
+#[cfg(feature = "cli")]
 pub struct Runner<'a> {
     args: &'a Args,
 }
 
+#[cfg(feature = "cli")]
 impl<'a> Runner<'a> {
     /// A runner for these flags (nothing in the environment changes what check finds).
     pub fn new(args: &'a Args, _env: &'a Env) -> Runner<'a> {

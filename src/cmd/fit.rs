@@ -13,18 +13,26 @@ use std::collections::BTreeMap;
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use super::prune::{self, PruneFlags, Thinking};
+#[cfg(feature = "cli")]
+use super::prune::PruneFlags;
+use super::prune::{self, Thinking};
+#[cfg(feature = "cli")]
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::summarize::{self, Engine, Summarizer, SummaryArgs};
-use super::truncate::{self, TruncateFlags};
-use super::{
-    BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared,
-    SideArgs, one_of,
-};
+use super::summarize::{self, Summarizer};
+#[cfg(feature = "cli")]
+use super::summarize::{Engine, SummaryArgs};
+use super::truncate;
+#[cfg(feature = "cli")]
+use super::truncate::TruncateFlags;
+#[cfg(feature = "cli")]
+use super::{BudgetArgs, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{CannotFit, Dropped};
 use crate::conversation::{Conversation, PinOptions, find_task, resolve_index};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::Document;
+#[cfg(feature = "cli")]
 use crate::input::Origin;
+#[cfg(feature = "cli")]
 use crate::settings::{Budget, ModelArgs};
 
 /// Bring each document under its budget with the least loss: old tool outputs go first, then
@@ -58,6 +66,7 @@ use crate::settings::{Budget, ModelArgs};
 ///
 /// Exit codes: 0 ok; 2 bad input or flags; 3 even the last stage cannot reach the budget;
 /// 4 the summarizer failed (with --on-error fail). Nothing is written for a failed document.
+#[cfg(feature = "cli")]
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -195,6 +204,7 @@ impl Stage {
     }
 }
 
+#[cfg(feature = "cli")]
 impl Args {
     /// The stages to run: those `--stages` names, in its order (each once), else the default
     /// order with summarize only with `--summarize` and partial only with `--partial`.
@@ -773,6 +783,7 @@ pub fn fit(
 }
 
 /// Runs `fit` over documents.
+#[cfg(feature = "cli")]
 pub struct Runner<'a> {
     args: &'a Args,
     shared: Shared<'a>,
@@ -781,6 +792,7 @@ pub struct Runner<'a> {
     summarizer: Option<Summarizer>,
 }
 
+#[cfg(feature = "cli")]
 impl<'a> Runner<'a> {
     /// Checks the flags and resolves the stages and the summarizer.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
@@ -832,6 +844,7 @@ impl<'a> Runner<'a> {
     }
 }
 
+#[cfg(feature = "cli")]
 impl Rewrite for Runner<'_> {
     /// The budget and the trigger, in tokens.
     type Limits = (u64, u64);
@@ -925,7 +938,7 @@ impl Rewrite for Runner<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
 

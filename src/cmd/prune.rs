@@ -13,20 +13,25 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
+#[cfg(feature = "cli")]
+use anyhow::bail;
 use serde_json::{Map, Value, json};
 
+use super::Dropped;
+#[cfg(feature = "cli")]
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{
-    CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of,
-};
+#[cfg(feature = "cli")]
+use super::{CannotFit, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
 use crate::args::{short_form, shorten};
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
 use crate::conversation::{Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::document::{Dialect, Document, Field};
 use crate::excerpt::{MAX_PLACEHOLDER_TOKENS, placeholder};
+#[cfg(feature = "cli")]
 use crate::input::Origin;
+#[cfg(feature = "cli")]
 use crate::settings::{Budget, ModelArgs};
 
 /// The default `--min-saving`: a result is cleared only when that saves at least this many
@@ -58,6 +63,7 @@ pub const DEFAULT_KEEP: usize = 3;
 ///
 /// Exit codes: 0 ok; 2 bad input or flags; 3 with --budget, the document does not fit even
 /// after everything prune may do (nothing is written for it).
+#[cfg(feature = "cli")]
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -112,6 +118,7 @@ pub struct Args {
 }
 
 /// How tool results are cleared: the flags `prune` shares with `fit`'s prune stages.
+#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug)]
 pub struct PruneFlags {
     /// Most recent tool results kept verbatim (each result of a parallel call counts; results
@@ -147,6 +154,7 @@ pub struct PruneFlags {
     pub include_errors: bool,
 }
 
+#[cfg(feature = "cli")]
 impl PruneFlags {
     /// The options these flags set, the others as [`Options::default`] has them.
     pub fn options(&self) -> Options {
@@ -163,6 +171,7 @@ impl PruneFlags {
     }
 }
 
+#[cfg(feature = "cli")]
 impl Args {
     /// `prune`'s options from its flags, without a trigger or a budget: those are resolved for
     /// each document, against its window.
@@ -193,7 +202,8 @@ pub enum Thinking {
 
 impl Thinking {
     /// Every choice.
-    pub const ALL: [Thinking; 3] = [Thinking::Keep, Thinking::Old, Thinking::All];
+    #[cfg(feature = "cli")]
+    pub(crate) const ALL: [Thinking; 3] = [Thinking::Keep, Thinking::Old, Thinking::All];
 
     /// The choice as `--thinking` spells it.
     pub fn name(self) -> &'static str {
@@ -286,6 +296,7 @@ pub struct Pruning {
 impl Pruning {
     /// The report's `cleared`, `clipped` and `shortened` lists, message indices written by
     /// `index` (the identity for `prune`; `fit` maps them back to its input).
+    #[cfg(feature = "cli")]
     pub fn report_lists(&self, index: impl Fn(usize) -> Value) -> Map<String, Value> {
         let cleared = self
             .cleared
@@ -895,6 +906,7 @@ fn drop_reasoning(m: &mut Value, dialect: Dialect) -> bool {
 }
 
 /// Runs `prune` over documents.
+#[cfg(feature = "cli")]
 pub struct Runner<'a> {
     args: &'a Args,
     shared: Shared<'a>,
@@ -902,6 +914,7 @@ pub struct Runner<'a> {
     options: Options,
 }
 
+#[cfg(feature = "cli")]
 impl<'a> Runner<'a> {
     /// Reads what the run shares and checks the limits of clipping and shortening.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
@@ -925,6 +938,7 @@ impl<'a> Runner<'a> {
     }
 }
 
+#[cfg(feature = "cli")]
 impl Rewrite for Runner<'_> {
     /// `--trigger` and `--budget`, in tokens.
     type Limits = (Option<u64>, Option<u64>);
@@ -990,6 +1004,7 @@ mod tests {
 
     /// The library's defaults are the command's: the options of no flags are
     /// `Options::default()`, and `prune`'s own flags add nothing to them.
+    #[cfg(feature = "cli")]
     #[test]
     fn options_from_no_flags_are_the_defaults() {
         let args: Args = crate::cmd::parse_flags(&["prune"]);

@@ -7,24 +7,32 @@
 //! runs recognise, so a running summary is extended with only the newly aged-out messages.
 
 use std::borrow::Cow;
+#[cfg(feature = "cli")]
 use std::path::PathBuf;
+#[cfg(feature = "cli")]
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+#[cfg(feature = "cli")]
+use anyhow::Context;
+use anyhow::{Result, anyhow, bail};
 use serde_json::{Value, json};
 
+#[cfg(feature = "cli")]
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{
-    Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, SummarizerFailed,
-    one_of,
-};
+use super::{Dropped, SummarizerFailed};
+#[cfg(feature = "cli")]
+use super::{Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
 use crate::clip::{clip_middle, thousands};
 use crate::conversation::{Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, Notes};
 use crate::document::{Dialect, Document};
 use crate::excerpt::excerpt;
+#[cfg(feature = "cli")]
 use crate::input::{ByteSize, Origin, read_flag_file};
-use crate::llm::{BaseUrl, ChatRequest, Endpoint, UrlArg};
+#[cfg(feature = "cli")]
+use crate::llm::{BaseUrl, UrlArg};
+use crate::llm::{ChatRequest, Endpoint};
+#[cfg(feature = "cli")]
 use crate::settings::{Budget, ModelArgs};
 use crate::tokenizer::Encoding;
 
@@ -39,6 +47,7 @@ const MIN_SUMMARY_TOKENS: usize = 16;
 /// The default instructions sent to the summarizer: the sections of SPEC §4 (task and intent,
 /// what was done, current state, errors and decisions, what remains), asking for the trail of
 /// commands, files and test outcomes by name, since that is what summaries lose first.
+#[cfg(feature = "cli")]
 pub const DEFAULT_PROMPT: &str = "You summarize the earlier part of a conversation between a user and an AI assistant (which may use tools) so that the assistant can continue the work from your summary alone, without the original messages. Write a concise, factual summary with these sections:\n1. Task and intent: what the user asked for and why, with any constraints they set.\n2. What was done: in order, the actions taken and the commands run (each command as written), the files created or edited (each path), and the tests run with their outcomes (passed or failed, and which).\n3. Current state: where the work stands, with the file paths, identifiers and values it depends on.\n4. Errors and decisions: the errors seen (error messages and exit statuses as written) and whether they were resolved; the decisions made and why.\n5. What remains: the steps still to be done, the next one first.\nKeep file paths, commands, identifiers and error messages exactly as written. Do not invent anything. Do not address the user. Output only the summary.";
 
 /// What the user message of a request opens with when there are pinned messages: they stay in
@@ -110,6 +119,7 @@ const FRAMING_TOKENS: usize = 300;
 ///
 /// Exit codes: 0 ok; 2 bad input or flags; 4 the summarizer failed after retries and
 /// --on-error fail (nothing written for that document).
+#[cfg(feature = "cli")]
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -162,6 +172,7 @@ pub struct Args {
 }
 
 /// How a summary is made and placed: the flags `summarize` shares with `fit`.
+#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug)]
 pub struct SummaryArgs {
     /// At least the N newest messages stay verbatim (extended back to a unit boundary).
@@ -225,15 +236,19 @@ pub const DEFAULT_KEEP_RECENT: usize = 6;
 pub const DEFAULT_MAX_SUMMARY_TOKENS: usize = 500;
 
 /// The warning for a summary the server cut short.
+#[cfg(feature = "cli")]
 pub const TRUNCATED_SUMMARY: &str = "the summarizer's reply was cut short at --max-summary-tokens (finish_reason: length); the summary may be incomplete";
 
 /// The longest `--timeout`, in seconds: a day.
+#[cfg(feature = "cli")]
 pub(crate) const MAX_TIMEOUT: f64 = 86_400.0;
 
 /// The most `--retries`: with backoff capped at 30 s, about 50 minutes of trying.
+#[cfg(feature = "cli")]
 pub(crate) const MAX_RETRIES: i64 = 100;
 
 /// `--timeout`: a finite number of seconds in (0, [`MAX_TIMEOUT`]].
+#[cfg(feature = "cli")]
 pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     let t: f64 = s
         .trim()
@@ -248,6 +263,7 @@ pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
 }
 
 /// `--engine` choices.
+#[cfg(feature = "cli")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Engine {
     Auto,
@@ -268,7 +284,8 @@ pub enum SummaryRole {
 
 impl SummaryRole {
     /// Every choice.
-    pub const ALL: [SummaryRole; 2] = [SummaryRole::System, SummaryRole::User];
+    #[cfg(feature = "cli")]
+    pub(crate) const ALL: [SummaryRole; 2] = [SummaryRole::System, SummaryRole::User];
 
     /// The choice as `--summary-role` spells it.
     pub fn name(self) -> &'static str {
@@ -294,7 +311,8 @@ pub enum OnError {
 
 impl OnError {
     /// Every choice.
-    pub const ALL: [OnError; 3] = [OnError::Fail, OnError::Truncate, OnError::Passthrough];
+    #[cfg(feature = "cli")]
+    pub(crate) const ALL: [OnError; 3] = [OnError::Fail, OnError::Truncate, OnError::Passthrough];
 
     /// The choice as `--on-error` spells it.
     pub fn name(self) -> &'static str {
@@ -382,17 +400,32 @@ pub struct Summarizer {
     max_summary_tokens: usize,
     summary_role: SummaryRole,
     on_error: OnError,
-    /// Which engine `--engine auto` chose, for the user (see [`Summarizer::note`]).
+    /// Which engine `--engine auto` chose, for the user (see `Summarizer::note`).
+    #[cfg_attr(
+        not(feature = "cli"),
+        expect(dead_code, reason = "read by the command line: --engine auto's note")
+    )]
     note: Option<String>,
 }
 
 /// Where a summary's text comes from.
 enum Source {
     /// `--summary-file`'s text, whatever the engine.
+    #[cfg_attr(
+        not(feature = "cli"),
+        expect(dead_code, reason = "made only from the command line's --summary-file")
+    )]
     File(String),
     /// The offline extractive engine.
     Extractive,
     /// An OpenAI-compatible server.
+    #[cfg_attr(
+        not(feature = "cli"),
+        expect(
+            dead_code,
+            reason = "made only from the command line's --engine and --base-url"
+        )
+    )]
     Llm(Box<Llm>),
 }
 
@@ -412,6 +445,7 @@ struct Llm {
 /// `$OPENAI_BASE_URL` or OpenAI's, and the key that may go there: `$CTX_API_KEY` to whatever ctx
 /// is configured for; `$OPENAI_API_KEY` only to OpenAI's own API or to `$OPENAI_BASE_URL`, the
 /// servers it was set for. Also says whether an `$OPENAI_API_KEY` was held back.
+#[cfg(feature = "cli")]
 fn resolve_endpoint(args: &SummaryArgs, env: &Env, timeout: Duration) -> Result<(Endpoint, bool)> {
     // The URL, where it came from, and whether OPENAI_API_KEY was set for it.
     let (text, from, set_for_openai_key) = if let Some(u) = &args.base_url {
@@ -456,6 +490,7 @@ impl Summarizer {
     /// and [`Summarizer::note`] says which) and reads the prompt and summary files, each at most
     /// `max_file_size` bytes (`--max-input-size`). Unless `quiet`, a long LLM summary counts its
     /// parts out on stderr when stderr is a terminal.
+    #[cfg(feature = "cli")]
     pub fn new(
         args: &SummaryArgs,
         engine: Engine,
@@ -555,6 +590,7 @@ impl Summarizer {
 
     /// A note for the user about the run, such as which engine `--engine auto` chose, without
     /// the `ctx: ` prefix. The caller shows it once: on stderr, or in the report.
+    #[cfg(feature = "cli")]
     pub fn note(&self) -> Option<&str> {
         self.note.as_deref()
     }
@@ -906,6 +942,7 @@ pub struct Summarization {
     pub origins: Vec<Option<usize>>,
 }
 
+#[cfg(feature = "cli")]
 impl Summarization {
     /// The `--report` fields.
     pub fn report(&self, engine: &str) -> Value {
@@ -1242,6 +1279,7 @@ pub fn summarize(
     Ok(out)
 }
 
+#[cfg(feature = "cli")]
 impl Args {
     /// `summarize`'s options from its flags, with `over_tokens` 0: that trigger is resolved for
     /// each document, against its window.
@@ -1259,6 +1297,7 @@ impl Args {
 }
 
 /// Runs `summarize` over documents.
+#[cfg(feature = "cli")]
 pub struct Runner<'a> {
     args: &'a Args,
     shared: Shared<'a>,
@@ -1267,6 +1306,7 @@ pub struct Runner<'a> {
     summarizer: Summarizer,
 }
 
+#[cfg(feature = "cli")]
 impl<'a> Runner<'a> {
     /// Resolves the engine and reads the files the run shares.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
@@ -1302,6 +1342,7 @@ impl<'a> Runner<'a> {
     }
 }
 
+#[cfg(feature = "cli")]
 impl Rewrite for Runner<'_> {
     /// `--over-tokens`, in tokens.
     type Limits = u64;

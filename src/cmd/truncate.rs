@@ -16,16 +16,18 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
+#[cfg(feature = "cli")]
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{
-    BudgetArgs, CannotFit, Dropped, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared,
-    SideArgs, one_of,
-};
+#[cfg(feature = "cli")]
+use super::{BudgetArgs, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{CannotFit, Dropped};
 use crate::clip::clip_middle;
 use crate::conversation::{Conversation, PinOptions, Role, UnitKind};
 use crate::counter::{Counter, DocumentCount, Notes};
 use crate::document::{Dialect, Document, Field};
+#[cfg(feature = "cli")]
 use crate::input::Origin;
+#[cfg(feature = "cli")]
 use crate::settings::ModelArgs;
 use crate::signals::Signals;
 
@@ -50,6 +52,7 @@ pub const DEFAULT_KEEP_FIRST: usize = 2;
 ///
 /// Exit codes: 0 ok; 2 bad input or flags; 3 the pinned messages and the newest unit exceed the
 /// budget (and --partial cannot help): nothing is written for that document.
+#[cfg(feature = "cli")]
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -87,6 +90,7 @@ pub struct Args {
 
 /// Which units go and what marks the gap: the flags `truncate` shares with `fit`'s truncate
 /// stages.
+#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug)]
 pub struct TruncateFlags {
     /// Which units go first: the oldest, the middle (after --keep-first), or the least
@@ -116,6 +120,7 @@ pub struct TruncateFlags {
     pub note_text: Option<String>,
 }
 
+#[cfg(feature = "cli")]
 impl TruncateFlags {
     /// The options these flags set, the others as [`Options::default`] has them; an empty
     /// `--note-text` is a usage error.
@@ -130,6 +135,7 @@ impl TruncateFlags {
     }
 }
 
+#[cfg(feature = "cli")]
 impl Args {
     /// `truncate`'s options from its flags, with a budget of 0: the budget is resolved for each
     /// document, against its window.
@@ -157,7 +163,9 @@ pub enum Strategy {
 
 impl Strategy {
     /// Every choice.
-    pub const ALL: [Strategy; 3] = [Strategy::Oldest, Strategy::Middle, Strategy::Importance];
+    #[cfg(feature = "cli")]
+    pub(crate) const ALL: [Strategy; 3] =
+        [Strategy::Oldest, Strategy::Middle, Strategy::Importance];
 
     /// The choice as `--strategy` spells it.
     pub fn name(self) -> &'static str {
@@ -214,8 +222,10 @@ impl Default for Weights {
 }
 
 /// The keys of `--weights`, in the order the docs list them.
+#[cfg(feature = "cli")]
 pub const WEIGHT_KEYS: &str = "user, exchange, assistant, system, other, short, short_tokens, repeat, error, test, edit, recency";
 
+#[cfg(feature = "cli")]
 pub fn parse_weights(s: &str) -> Result<Weights, String> {
     let mut w = Weights::default();
     for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
@@ -1052,6 +1062,7 @@ fn text_locations(m: &Value, dialect: Dialect) -> Vec<(String, bool)> {
 }
 
 /// Runs `truncate` over documents.
+#[cfg(feature = "cli")]
 pub struct Runner<'a> {
     args: &'a Args,
     shared: Shared<'a>,
@@ -1059,6 +1070,7 @@ pub struct Runner<'a> {
     options: Options,
 }
 
+#[cfg(feature = "cli")]
 impl<'a> Runner<'a> {
     /// Reads what the run shares and checks the note's text.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
@@ -1076,6 +1088,7 @@ impl<'a> Runner<'a> {
     }
 }
 
+#[cfg(feature = "cli")]
 impl Rewrite for Runner<'_> {
     /// The budget, in tokens.
     type Limits = u64;
@@ -1117,6 +1130,7 @@ mod tests {
 
     /// The library's defaults are the command's: the options of no flags are
     /// `Options::default()`.
+    #[cfg(feature = "cli")]
     #[test]
     fn options_from_no_flags_are_the_defaults() {
         let args: Args = crate::cmd::parse_flags(&["truncate"]);
@@ -1125,6 +1139,7 @@ mod tests {
         assert_eq!(format!("{:?}", args.options().unwrap()), defaults);
     }
 
+    #[cfg(feature = "cli")]
     #[test]
     fn weights_parse_and_reject_unknown_keys() {
         let w = parse_weights("user=5, recency=0").unwrap();

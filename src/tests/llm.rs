@@ -289,6 +289,7 @@ fn redirects_are_not_followed() {
     );
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn env_and_endpoint_debug_redact_keys_and_credentials() {
     let env = crate::cmd::Env {
