@@ -115,3 +115,8 @@ mod tokenizer;
 
 #[cfg(test)]
 mod tests;
+
+/// The examples of docs/library.md, run as doctests so that the page stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/library.md")]
+struct LibraryGuide;
