@@ -5,7 +5,8 @@
 //! endpoint's path and reply field, and the dialects it takes with the function writing each as
 //! its request. From that table this module decides which provider a document is sent to
 //! ([`route`]) and writes the request ([`request`]: the Anthropic body as it is, or an OpenAI
-//! Chat Completions document converted, `convert`'s); `endpoint` resolves where each provider is
+//! Chat Completions document converted, through `chat`'s one reading of it, by
+//! `anthropic`, `gemini` or `responses`); `endpoint` resolves where each provider is
 //! reached with which key, and asks. The HTTP itself (retries, timeouts, redirects refused,
 //! keys and URL credentials scrubbed from every error) is [`crate::llm::post`]'s.
 //!
@@ -15,8 +16,11 @@
 //! a flag, a `CTX_*_BASE_URL` variable or a profile. Nothing here prints a key, and nothing here
 //! runs unless `--exact` asked for it.
 
-mod convert;
+mod anthropic;
+mod chat;
 mod endpoint;
+mod gemini;
+pub(crate) mod responses;
 
 use std::fmt;
 
@@ -123,8 +127,8 @@ const ANTHROPIC: Spec = Spec {
     path: "v1/messages/count_tokens",
     count_field: "input_tokens",
     bodies: &[
-        (Dialect::Anthropic, convert::anthropic_body),
-        (Dialect::Openai, convert::chat_to_anthropic),
+        (Dialect::Anthropic, anthropic::body),
+        (Dialect::Openai, anthropic::from_chat),
     ],
 };
 
@@ -146,7 +150,7 @@ const GEMINI: Spec = Spec {
     headers: &[],
     path: "v1beta/models/{model}:countTokens",
     count_field: "totalTokens",
-    bodies: &[(Dialect::Openai, convert::chat_to_gemini)],
+    bodies: &[(Dialect::Openai, gemini::from_chat)],
 };
 
 const OPENAI: Spec = Spec {
@@ -166,7 +170,7 @@ const OPENAI: Spec = Spec {
     headers: &[],
     path: "responses/input_tokens",
     count_field: "input_tokens",
-    bodies: &[(Dialect::Openai, convert::chat_to_responses)],
+    bodies: &[(Dialect::Openai, responses::from_chat)],
 };
 
 impl Provider {
