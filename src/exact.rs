@@ -364,6 +364,31 @@ mod tests {
     }
 
     #[test]
+    fn routing_refusals_name_the_providers_in_words() {
+        let refusal = |v: Value| {
+            let (d, s) = doc(v);
+            route(&d, &s).unwrap_err()
+        };
+        let chat =
+            |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(
+            refusal(chat("my-model")),
+            "no provider to ask for unknown model \"my-model\" (pass -m with a Claude, Gemini or OpenAI model)"
+        );
+        assert_eq!(
+            refusal(chat("llama3.1:8b")),
+            "no provider counting endpoint for \"llama3.1:8b\" (meta model; only Anthropic, Gemini and OpenAI have one)"
+        );
+        let anthropic = json!({"model": "gpt-4.1", "system": "s", "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(
+            refusal(anthropic),
+            "an Anthropic Messages document is sent only to Anthropic's count, and \"gpt-4.1\" is not a Claude model"
+        );
+        assert_eq!(in_words(&["A"], "or"), "A");
+        assert_eq!(in_words(&["A", "B"], "or"), "A or B");
+    }
+
+    #[test]
     fn model_names_lose_their_routing_prefix() {
         assert_eq!(
             provider_model("anthropic/claude-3-5-haiku"),
