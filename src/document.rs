@@ -39,7 +39,7 @@ impl Document {
         Document {
             root: Value::Array(Vec::new()),
             shape: Shape::Array,
-            dialect: Dialect::Openai,
+            dialect: Dialect::DEFAULT,
             markers: Markers::default(),
         }
     }
@@ -84,7 +84,7 @@ impl Document {
         let mut doc = Document {
             root: value,
             shape,
-            dialect: Dialect::Openai,
+            dialect: Dialect::DEFAULT,
             markers: Markers::default(),
         };
         for (i, m) in doc.messages().iter().enumerate() {

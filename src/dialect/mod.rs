@@ -809,3 +809,214 @@ fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 fn owned(v: &Value, key: &str) -> Option<String> {
     str_field(v, key).map(str::to_string)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ANTHROPIC: Dialect = Dialect::Anthropic;
+    const OPENAI: Dialect = Dialect::Openai;
+
+    fn marks(d: Dialect, ty: &str) -> Option<Marks> {
+        d.part(ty).map(|p| p.marks)
+    }
+
+    /// Each dialect's `--format` value is its name, and registration covers every variant.
+    #[test]
+    fn names_are_the_format_values() {
+        for d in Dialect::ALL {
+            let parsed = <Dialect as clap::ValueEnum>::from_str(d.name(), false);
+            assert_eq!(parsed, Ok(d));
+        }
+        assert_eq!(
+            <Dialect as clap::ValueEnum>::value_variants().len(),
+            Dialect::ALL.len()
+        );
+    }
+
+    /// The one part table serves what detection, check and counting each took from a list of
+    /// their own.
+    #[test]
+    fn the_part_tables_hold_what_each_reader_needs() {
+        // Detection: tool blocks decide; other structure marks.
+        for ty in [
+            "tool_use",
+            "tool_result",
+            "server_tool_use",
+            "mcp_tool_use",
+            "mcp_tool_result",
+            "web_search_tool_result",
+            "code_execution_tool_result",
+        ] {
+            assert_eq!(marks(ANTHROPIC, ty), Some(Marks::Tool), "{ty}");
+        }
+        for ty in [
+            "thinking",
+            "redacted_thinking",
+            "document",
+            "search_result",
+            "container_upload",
+        ] {
+            assert_eq!(marks(ANTHROPIC, ty), Some(Marks::Other), "{ty}");
+        }
+        assert_eq!(marks(ANTHROPIC, "image"), Some(Marks::OtherWith("source")));
+        for ty in ["image_url", "input_audio", "file"] {
+            assert_eq!(marks(OPENAI, ty), Some(Marks::Other), "{ty}");
+        }
+        for (d, ty) in [
+            (OPENAI, "text"),
+            (OPENAI, "refusal"),
+            (ANTHROPIC, "text"),
+            (ANTHROPIC, "web_search_result"),
+        ] {
+            assert_eq!(marks(d, ty), Some(Marks::No), "{ty}");
+        }
+        // Check: the types each API takes in a message.
+        let accepted = |d: Dialect| -> Vec<&str> {
+            let mut v: Vec<&str> = rules!(d, R => R::PARTS)
+                .iter()
+                .filter(|p| p.accepted)
+                .map(|p| p.ty)
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(
+            accepted(OPENAI),
+            ["file", "image_url", "input_audio", "refusal", "text"]
+        );
+        assert_eq!(
+            accepted(ANTHROPIC),
+            [
+                "container_upload",
+                "document",
+                "image",
+                "mcp_tool_result",
+                "mcp_tool_use",
+                "redacted_thinking",
+                "search_result",
+                "server_tool_use",
+                "text",
+                "thinking",
+                "tool_result",
+                "tool_use"
+            ]
+        );
+        assert!(
+            ANTHROPIC
+                .part("bash_code_execution_tool_result")
+                .is_some_and(|p| p.accepted)
+        );
+        assert!(OPENAI.part("input_text").is_some_and(|p| !p.accepted));
+        // Counting: what is counted by its text without a warning.
+        for ty in [
+            "document",
+            "search_result",
+            "container_upload",
+            "web_search_result",
+            "web_fetch_tool_result",
+        ] {
+            assert_eq!(
+                find_part(ty).map(|(_, p)| p.kind),
+                Some(Kind::ByText),
+                "{ty}"
+            );
+        }
+        assert!(find_part("hologram").is_none());
+        assert!(find_part("").is_none());
+    }
+
+    #[test]
+    fn text_is_read_from_text_parts() {
+        let content = json!([
+            {"type": "text", "text": "a"},
+            {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+            {"type": "thinking", "thinking": "hidden"},
+            {"type": "text", "text": "b"}
+        ]);
+        assert_eq!(text_of(&content, None), "a\nb");
+        assert_eq!(text_of(&content, Some("[image]")), "a\n[image]\nb");
+        assert_eq!(text_of(&json!("s"), None), "s");
+        assert_eq!(text_of(&Value::Null, None), "");
+        assert_eq!(text_only(&content), None);
+        assert_eq!(
+            text_only(&json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]))
+                .as_deref(),
+            Some("a\nb")
+        );
+        assert_eq!(text_only(&json!([])), None);
+    }
+
+    #[test]
+    fn calls_are_read_in_either_shape() {
+        let m = json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t", "name": "ls", "input": {"dir": "."}},
+            {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}
+        ], "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}, 3]});
+        let seen: Vec<(Option<&str>, bool, bool)> = calls(&m)
+            .iter()
+            .map(|c| (c.name, c.encoded, c.server))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Some("f"), true, false),
+                (Some("ls"), false, false),
+                (Some("web_search"), false, true)
+            ]
+        );
+    }
+
+    #[test]
+    fn reasoning_is_dropped_but_never_all_of_a_message() {
+        let mut m = json!({"role": "assistant", "reasoning_content": "r", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "s"},
+            {"type": "redacted_thinking", "data": "d"},
+            {"type": "text", "text": "answer"}
+        ]});
+        assert!(OPENAI.has_reasoning(&m) && ANTHROPIC.has_reasoning(&m));
+        assert!(ANTHROPIC.drop_reasoning(&mut m));
+        assert_eq!(
+            m,
+            json!({"role": "assistant", "content": [{"type": "text", "text": "answer"}]})
+        );
+        assert!(!ANTHROPIC.has_reasoning(&m) && !ANTHROPIC.drop_reasoning(&mut m));
+        let only = json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}]});
+        assert!(!ANTHROPIC.has_reasoning(&only));
+    }
+
+    #[test]
+    fn messages_are_read_with_pointers() {
+        let m = json!({"role": "assistant", "tool_calls": [
+            {"id": "c", "function": {"name": "f", "arguments": "{}"}}]});
+        let read = OPENAI.read_message(&m);
+        assert_eq!(read.calls[0].at, "/tool_calls/0");
+        assert_eq!(read.calls[0].args, "/tool_calls/0/function/arguments");
+        let m = json!({"role": "user", "content": [
+            {"type": "text", "text": "and"},
+            {"type": "tool_result", "tool_use_id": "t", "content": "out"},
+            {"type": "tool_result", "tool_use_id": "u"}]});
+        let read = ANTHROPIC.read_message(&m);
+        assert_eq!(read.results[0].at, "/content/1");
+        assert_eq!(
+            read.results[0].content.as_deref(),
+            Some("/content/1/content")
+        );
+        assert_eq!(read.results[1].content, None);
+        assert!(!read.only_results);
+        assert_eq!(
+            pointer::get(&m, read.results[0].content.as_deref().unwrap()),
+            Some(&json!("out"))
+        );
+    }
+
+    #[test]
+    fn notes_take_the_system_role_where_there_is_one() {
+        assert_eq!(
+            OPENAI.text_message(OPENAI.note_role(), "n"),
+            json!({"role": "system", "content": "n"})
+        );
+        assert_eq!(ANTHROPIC.note_role(), "user");
+        assert_eq!(ANTHROPIC.system_key(), Some("system"));
+    }
+}
