@@ -13,105 +13,37 @@ use serde_json::{Map, Value};
 
 use super::{
     Call, CallView, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message, Part, Piece,
-    Problem, Role, Rules, ToolResult, drop_reasoning_field, has_reasoning_field, kind, mark_parts,
-    owned, part_type, str_field,
+    Problem, Role, Rules, ToolResult, drop_reasoning_field, has_reasoning_field, items, kind,
+    mark_parts, owned, part_type, str_field,
 };
 
 /// The Messages rules.
 pub struct Messages;
 
+#[rustfmt::skip]
 const PARTS: &[Part] = &[
-    Part {
-        ty: "text",
-        kind: Kind::Text,
-        marks: Marks::No,
-        accepted: true,
-    },
-    Part {
-        ty: "tool_use",
-        kind: Kind::Call { server: false },
-        marks: Marks::Tool,
-        accepted: true,
-    },
-    Part {
-        ty: "tool_result",
-        kind: Kind::Result { server: false },
-        marks: Marks::Tool,
-        accepted: true,
-    },
-    Part {
-        ty: "thinking",
-        kind: Kind::Thinking,
-        marks: Marks::Other,
-        accepted: true,
-    },
-    Part {
-        ty: "redacted_thinking",
-        kind: Kind::RedactedThinking,
-        marks: Marks::Other,
-        accepted: true,
-    },
+    // type, what it is, whether it marks the dialect, whether the API takes it in a message
+    Part::new("text", Kind::Text, Marks::No, true),
+    Part::new("tool_use", Kind::Call, Marks::Tool, true),
+    Part::new("tool_result", Kind::Result, Marks::Tool, true),
+    Part::new("thinking", Kind::Thinking, Marks::Other, true),
+    Part::new("redacted_thinking", Kind::RedactedThinking, Marks::Other, true),
     // OpenAI-compatible servers take `image` parts too: only one with a `source` is Anthropic's.
-    Part {
-        ty: "image",
-        kind: Kind::Image,
-        marks: Marks::OtherWith("source"),
-        accepted: true,
-    },
-    Part {
-        ty: "document",
-        kind: Kind::ByText,
-        marks: Marks::Other,
-        accepted: true,
-    },
-    Part {
-        ty: "search_result",
-        kind: Kind::ByText,
-        marks: Marks::Other,
-        accepted: true,
-    },
-    Part {
-        ty: "container_upload",
-        kind: Kind::ByText,
-        marks: Marks::Other,
-        accepted: true,
-    },
-    Part {
-        ty: "server_tool_use",
-        kind: Kind::Call { server: true },
-        marks: Marks::Tool,
-        accepted: true,
-    },
-    Part {
-        ty: "mcp_tool_use",
-        kind: Kind::Call { server: true },
-        marks: Marks::Tool,
-        accepted: true,
-    },
-    Part {
-        ty: "mcp_tool_result",
-        kind: Kind::Result { server: true },
-        marks: Marks::Tool,
-        accepted: true,
-    },
+    Part::new("image", Kind::Image, Marks::OtherWith("source"), true),
+    Part::new("document", Kind::ByText, Marks::Other, true),
+    Part::new("search_result", Kind::ByText, Marks::Other, true),
+    Part::new("container_upload", Kind::ByText, Marks::Other, true),
+    Part::new("server_tool_use", Kind::ServerCall, Marks::Tool, true),
+    Part::new("mcp_tool_use", Kind::ServerCall, Marks::Tool, true),
+    Part::new("mcp_tool_result", Kind::ServerResult, Marks::Tool, true),
     // Only inside a `web_search_tool_result`'s content, never a message's own block: counted
     // as text, but a message holding one is unusual.
-    Part {
-        ty: "web_search_result",
-        kind: Kind::ByText,
-        marks: Marks::No,
-        accepted: false,
-    },
+    Part::new("web_search_result", Kind::ByText, Marks::No, false),
 ];
 
 /// Every `*_tool_result` block the table does not name (`web_search_tool_result`,
 /// `code_execution_tool_result`, ...): a server tool's result, counted by its text.
-const SERVER_TOOL_RESULT: Part = Part {
-    ty: "*_tool_result",
-    kind: Kind::ByText,
-    marks: Marks::Tool,
-    accepted: true,
-};
+const SERVER_TOOL_RESULT: Part = Part::new("*_tool_result", Kind::ByText, Marks::Tool, true);
 
 impl Rules for Messages {
     const NAME: &'static str = "anthropic";
@@ -136,13 +68,7 @@ impl Rules for Messages {
         if body.contains_key("system") {
             mark(Mark::Other, Loc::Key("system"));
         }
-        for (k, t) in body
-            .get("tools")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        for (k, t) in items(body.get("tools")) {
             if t.field("input_schema").is_some() {
                 mark(Mark::Other, Loc::Item("tools", k));
             }
@@ -239,12 +165,12 @@ impl Rules for Messages {
                 };
                 Measure::Image { data, detail: None }
             }
-            Kind::Call { .. } => Measure::Call {
+            Kind::Call | Kind::ServerCall => Measure::Call {
                 name: str_field(p, "name"),
                 args: p.field("input"),
                 encoded: false,
             },
-            Kind::Result { .. } => Measure::Result(p.field("content")),
+            Kind::Result | Kind::ServerResult => Measure::Result(p.field("content")),
             _ => Measure::ByText,
         }
     }
@@ -253,14 +179,14 @@ impl Rules for Messages {
         match part.kind {
             Kind::Text => str_field(p, "text").map_or(Piece::Other, Piece::Text),
             Kind::Image => Piece::Image,
-            Kind::Call { server } => Piece::Call(CallView {
+            Kind::Call | Kind::ServerCall => Piece::Call(CallView {
                 id: str_field(p, "id"),
                 name: str_field(p, "name"),
                 args: p.field("input"),
                 encoded: false,
-                server,
+                server: part.kind == Kind::ServerCall,
             }),
-            Kind::Result { server: false } => Piece::Result {
+            Kind::Result => Piece::Result {
                 id: str_field(p, "tool_use_id"),
                 content: p.field("content"),
                 is_error: p.field("is_error").and_then(Value::as_bool) == Some(true),
@@ -315,7 +241,7 @@ impl Rules for Messages {
     }
 
     fn check_part(p: &Value, part: &Part) -> Option<Problem> {
-        if part.kind != (Kind::Call { server: false }) {
+        if part.kind != Kind::Call {
             return None;
         }
         match p.field("input") {

@@ -314,6 +314,18 @@ pub struct Part {
     pub accepted: bool,
 }
 
+impl Part {
+    /// A table entry.
+    pub const fn new(ty: &'static str, kind: Kind, marks: Marks, accepted: bool) -> Part {
+        Part {
+            ty,
+            kind,
+            marks,
+            accepted,
+        }
+    }
+}
+
 /// What a part is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -327,10 +339,14 @@ pub enum Kind {
     Audio,
     /// A file, whose content cannot be read offline.
     File,
-    /// A tool call; `server` when the provider runs it (no result from the client answers it).
-    Call { server: bool },
-    /// A tool result; `server` when the provider wrote it.
-    Result { server: bool },
+    /// A tool call the client runs and answers with a result.
+    Call,
+    /// A tool call the provider runs (its result comes with it).
+    ServerCall,
+    /// A tool result the client wrote.
+    Result,
+    /// A tool result the provider wrote.
+    ServerResult,
     /// Reasoning text.
     Thinking,
     /// Reasoning the provider keeps encrypted.
@@ -569,13 +585,7 @@ pub fn drop_reasoning_field(m: &mut Value) -> bool {
 
 /// Calls `mark` for each part of a chat message's `content` that `dialect`'s table marks.
 pub fn mark_parts(dialect: Dialect, m: &Value, mark: &mut dyn FnMut(Mark, Loc)) {
-    for (k, p) in m
-        .field("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (k, p) in items(m.field("content")) {
         let Some(part) = part_type(p).and_then(|ty| dialect.part(ty)) else {
             continue;
         };
@@ -796,6 +806,14 @@ pub fn kind(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// The elements of an array, with their indices (none when it is missing or not an array).
+fn items(v: Option<&Value>) -> impl Iterator<Item = (usize, &Value)> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
 }
 
 /// A string field of a value.

@@ -12,52 +12,24 @@ use serde_json::{Map, Value};
 
 use super::{
     Call, CallView, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message, Part, Piece,
-    Problem, Role, Rules, ToolResult, drop_reasoning_field, has_reasoning_field, kind, mark_parts,
-    owned, str_field,
+    Problem, Role, Rules, ToolResult, drop_reasoning_field, has_reasoning_field, items, kind,
+    mark_parts, owned, str_field,
 };
 
 /// The Chat Completions rules.
 pub struct Chat;
 
+#[rustfmt::skip]
 const PARTS: &[Part] = &[
-    Part {
-        ty: "text",
-        kind: Kind::Text,
-        marks: Marks::No,
-        accepted: true,
-    },
-    Part {
-        ty: "image_url",
-        kind: Kind::Image,
-        marks: Marks::Other,
-        accepted: true,
-    },
-    Part {
-        ty: "input_audio",
-        kind: Kind::Audio,
-        marks: Marks::Other,
-        accepted: true,
-    },
-    Part {
-        ty: "file",
-        kind: Kind::File,
-        marks: Marks::Other,
-        accepted: true,
-    },
-    Part {
-        ty: "refusal",
-        kind: Kind::Refusal,
-        marks: Marks::No,
-        accepted: true,
-    },
+    // type, what it is, whether it marks the dialect, whether the API takes it in a message
+    Part::new("text", Kind::Text, Marks::No, true),
+    Part::new("image_url", Kind::Image, Marks::Other, true),
+    Part::new("input_audio", Kind::Audio, Marks::Other, true),
+    Part::new("file", Kind::File, Marks::Other, true),
+    Part::new("refusal", Kind::Refusal, Marks::No, true),
     // The Responses API's text part, which some clients send in chat messages: counted and read
     // as text, though Chat Completions does not take it.
-    Part {
-        ty: "input_text",
-        kind: Kind::Text,
-        marks: Marks::No,
-        accepted: false,
-    },
+    Part::new("input_text", Kind::Text, Marks::No, false),
 ];
 
 impl Rules for Chat {
@@ -75,13 +47,7 @@ impl Rules for Chat {
         if body.get("functions").is_some_and(Value::is_array) {
             mark(Mark::Other, Loc::Key("functions"));
         }
-        for (k, t) in body
-            .get("tools")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        for (k, t) in items(body.get("tools")) {
             // A definition with an `input_schema` is Anthropic's whatever else it has.
             if t.field("input_schema").is_none()
                 && t.field("function").is_some_and(Value::is_object)
@@ -249,13 +215,7 @@ impl Rules for Chat {
                 ));
             }
         }
-        for (k, c) in m
-            .field("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        for (k, c) in items(m.field("tool_calls")) {
             let at = format!("/tool_calls/{k}");
             if str_field(c, "id").is_none() {
                 out.push(error(
