@@ -277,8 +277,11 @@ impl<'a> Counter<'a> {
     }
 
     /// Counts one message (content and overhead). Every field that carries text is counted
-    /// whatever the dialect: a message written in the other dialect's shape (a mixed document,
-    /// or `--format` forcing the dialect) is never undercounted.
+    /// whatever the dialect: a message written in another dialect's shape (a mixed document,
+    /// or `--format` forcing the dialect) is never undercounted. The message's own fields are
+    /// the chat formula's (role, name, content, refusal, tool_call_id, tool_calls,
+    /// function_call), which both chat dialects share; each content part is measured by the
+    /// dialect that knows its type ([`crate::dialect::Measure`]).
     pub fn message(&self, m: &Value, notes: &mut Notes) -> Result<MessageTokens> {
         self.message_in(m, notes, false)
     }

@@ -27,7 +27,7 @@ pub struct Document {
     root: Value,
     /// Array or body.
     pub shape: Shape,
-    /// OpenAI or Anthropic.
+    /// The API it is written for.
     pub dialect: Dialect,
     /// The first structural marker of each dialect, as read when the document was recognised.
     markers: Markers,

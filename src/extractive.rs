@@ -1437,10 +1437,12 @@ fn tool_results(m: &Value) -> Vec<(Option<String>, String, bool)> {
 }
 
 /// The text of a content value: a string, or its text parts joined by line breaks (never
-/// thinking, images or tool blocks).
+/// thinking, images or tool blocks); nothing for anything else.
 fn content_text(v: Option<&Value>) -> String {
-    v.map(|v| dialect::text_of(v, None).into_owned())
-        .unwrap_or_default()
+    match v {
+        Some(v @ (Value::String(_) | Value::Array(_))) => dialect::text_of(v, None).into_owned(),
+        _ => String::new(),
+    }
 }
 
 /// An assistant message's own text: its text parts, not its thinking or reasoning.

@@ -2,9 +2,10 @@
 //!
 //! Reports errors (what the provider would reject: orphan results, unanswered calls, duplicate
 //! ids in one exchange, results without ids, bad `arguments`, missing roles, tool calls or
-//! results written in the other dialect) and warnings (what is legal but unusual: unknown roles
-//! and part types, ids reused by a later exchange, other structure of the other dialect). It uses
-//! the same positional pairing as every other command ([`crate::conversation`]).
+//! results written in another dialect) and warnings (what is legal but unusual: unknown roles
+//! and part types, ids reused by a later exchange, other structure of another dialect). It uses
+//! the same positional pairing as every other command ([`crate::conversation`]); what only one
+//! dialect knows (its roles, part types, call shapes) its module says ([`crate::dialect`]).
 
 use std::collections::{HashMap, HashSet};
 

@@ -33,11 +33,12 @@
 //!   [`Rules::check_part`], [`Rules::result_id_at`]).
 //!
 //! Defaults cover chat-shaped messages (`{"role", "content"}` with a string or a list of parts).
-//! Registering a dialect is a variant of [`Dialect`], a line in the `rules!` macro and an entry in
-//! [`Dialect::ALL`]; no operation changes. (A dialect whose documents keep their messages
-//! somewhere other than `messages` is also recognised by [`crate::document::Document::parse`],
-//! and one whose messages are not chat-shaped is counted by [`crate::counter`] through
-//! [`Rules::measure`] for its parts; its message-level fields would need a hook there.)
+//! Registering a dialect is a variant of [`Dialect`] (its doc comment is its `--format` help), a
+//! line in the `rules!` macro and an entry in [`Dialect::ALL`]; no operation changes. Two places
+//! outside this layer still assume chat-shaped documents, and are where a dialect of another
+//! shape (the Responses API's `input` items) plugs in: [`crate::document::Document::parse`] finds
+//! the messages under `messages`, and [`crate::counter::Counter::message`] counts a message's own
+//! fields by the chat formula (its parts already go through [`Rules::measure`]).
 
 pub mod anthropic;
 mod message;
@@ -497,12 +498,13 @@ pub fn part_type(p: &Value) -> Option<&str> {
     p.field("type").and_then(Value::as_str)
 }
 
-/// What each element of a content list holds, with the element.
+/// What each element of a content list holds, with the element. A part of a type no dialect
+/// knows is read as text when it has a string `text` (it is counted by its text, too).
 pub fn pieces(parts: &[Value]) -> impl Iterator<Item = (&Value, Piece<'_>)> {
     parts.iter().map(|p| {
         let piece = match part_type(p).and_then(find_part) {
             Some((d, part)) => d.piece(p, part),
-            None => Piece::Other,
+            None => str_field(p, "text").map_or(Piece::Other, Piece::Text),
         };
         (p, piece)
     })
@@ -963,6 +965,9 @@ mod tests {
             Some("a\nb")
         );
         assert_eq!(text_only(&json!([])), None);
+        // A part no dialect knows is read by its text, as it is counted; a bare string is no part.
+        let odd = json!([{"type": "output_text", "text": "c"}, {"text": "d"}, "e", 7]);
+        assert_eq!(text_of(&odd, None), "c\nd");
     }
 
     #[test]
