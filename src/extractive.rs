@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use crate::args::short_form;
 use crate::clip::{clip_middle, is_clipped};
-use crate::dialect::{self, Piece};
+use crate::dialect::{self, Piece, pieces, text_of};
 use crate::excerpt::{Exit, Salient, classify, clip_line, exit_status, shows_output, undecorate};
 use crate::shell::{self, exit_one_is_an_answer, is_file_path};
 use crate::signals::{edit_tool, fences};
@@ -1424,7 +1424,7 @@ fn tool_results(m: &Value) -> Vec<(Option<String>, String, bool)> {
     let Some(parts) = m.get("content").and_then(Value::as_array) else {
         return Vec::new();
     };
-    dialect::pieces(parts)
+    pieces(parts)
         .filter_map(|(_, piece)| match piece {
             Piece::Result {
                 id,
@@ -1440,7 +1440,7 @@ fn tool_results(m: &Value) -> Vec<(Option<String>, String, bool)> {
 /// thinking, images or tool blocks); nothing for anything else.
 fn content_text(v: Option<&Value>) -> String {
     match v {
-        Some(v @ (Value::String(_) | Value::Array(_))) => dialect::text_of(v, None).into_owned(),
+        Some(v @ (Value::String(_) | Value::Array(_))) => text_of(v, None).into_owned(),
         _ => String::new(),
     }
 }

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use serde_json::Value;
 
-use crate::dialect::{self, Field, Piece, Role};
+use crate::dialect::{Field, Piece, Role, calls, pieces};
 
 /// What a message (or a unit, all its messages together) shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,13 +46,13 @@ impl Signals {
         match Role::parse(m.field("role")) {
             Role::Assistant => {
                 // The calls the client runs: a server tool's work is not the agent's.
-                for c in dialect::calls(m).into_iter().filter(|c| !c.server) {
+                for c in calls(m).into_iter().filter(|c| !c.server) {
                     s.call(c.name, c.args);
                 }
                 match m.field("content") {
                     Some(Value::String(t)) => s.code_blocks(t),
                     Some(Value::Array(parts)) => {
-                        for (_, piece) in dialect::pieces(parts) {
+                        for (_, piece) in pieces(parts) {
                             if let Piece::Text(t) = piece {
                                 s.code_blocks(t)
                             }
@@ -110,7 +110,7 @@ impl Signals {
         match content {
             Some(Value::String(t)) => self.output(t),
             Some(Value::Array(parts)) => {
-                for (_, piece) in dialect::pieces(parts) {
+                for (_, piece) in pieces(parts) {
                     match piece {
                         Piece::Text(t) => self.output(t),
                         Piece::Result {

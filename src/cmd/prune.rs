@@ -21,7 +21,7 @@ use crate::args::{short_form, shorten};
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
 use crate::conversation::{CallRef, Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
-use crate::dialect::{self, Piece, pointer};
+use crate::dialect::{Piece, pieces, pointer, text_of};
 use crate::document::Document;
 use crate::excerpt::{MAX_PLACEHOLDER_TOKENS, placeholder};
 use crate::input::Origin;
@@ -405,7 +405,7 @@ pub fn prune_with(
             continue; // Clearing cannot save enough.
         }
         let value = pointer::get(&messages[m], &r.pointer).expect("located");
-        let text = dialect::text_of(value, None);
+        let text = text_of(value, None);
         let args = r
             .call
             .filter(|_| template.has(Var::Args))
@@ -531,7 +531,7 @@ pub fn prune_with(
                 }
                 Value::Array(blocks) => {
                     // The text parts share the limit.
-                    let texts: Vec<usize> = dialect::pieces(blocks)
+                    let texts: Vec<usize> = pieces(blocks)
                         .enumerate()
                         .filter_map(|(i, (_, piece))| matches!(piece, Piece::Text(_)).then_some(i))
                         .collect();

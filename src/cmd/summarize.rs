@@ -20,7 +20,7 @@ use super::{
 use crate::clip::{clip_middle, thousands};
 use crate::conversation::{Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, Notes};
-use crate::dialect::{self, Dialect, Field, Piece};
+use crate::dialect::{Dialect, Field, Piece, pieces, text_of, text_only};
 use crate::document::Document;
 use crate::excerpt::excerpt;
 use crate::input::{ByteSize, Origin, read_flag_file};
@@ -275,7 +275,7 @@ pub fn summary_header(text: &str) -> Option<usize> {
 /// The text of a message shaped like a summary: string content, or content made only of text
 /// parts (joined by line breaks). Anything else (images, tool blocks) is never a summary.
 fn summary_text(m: &Value) -> Option<Cow<'_, str>> {
-    m.field("content").and_then(dialect::text_only)
+    m.field("content").and_then(text_only)
 }
 
 /// The body of a summary: its text after the header line.
@@ -1323,7 +1323,7 @@ fn transcript_line(
         match m.field("content") {
             Some(Value::String(s)) => push(clip(s)?),
             Some(Value::Array(blocks)) => {
-                for (_, piece) in dialect::pieces(blocks) {
+                for (_, piece) in pieces(blocks) {
                     match piece {
                         Piece::Text(t) => push(clip(t)?),
                         Piece::Call(c) if !c.server => push(call_text(
@@ -1368,7 +1368,7 @@ fn transcript_line(
 /// The text of a tool result's content: a string, or its text parts joined by line breaks
 /// (images as `[image]`).
 fn content_text(content: &Value) -> String {
-    dialect::text_of(content, Some("[image]")).into_owned()
+    text_of(content, Some("[image]")).into_owned()
 }
 
 /// A tool call as `[called name(arguments)]`: each value of the arguments clipped middle-out to
