@@ -553,10 +553,8 @@ pub fn prune_with(
                 _ => {}
             }
             if changed {
-                let after = counter.message(&messages[m], &mut Notes::default())?;
-                total = total - before.total() + after.total();
-                now.insert(m, after);
-                out.clipped.push((m, before.total(), after.total()));
+                let (b, a) = recount(counter, &messages[m], m, count, &mut now, &mut total)?;
+                out.clipped.push((m, b, a));
                 reasons.entry(m).or_default().push("clipped");
             } else if first_change {
                 originals.remove(&m);
@@ -597,11 +595,8 @@ pub fn prune_with(
                 }
             }
             if changed {
-                let before = now.get(&i).copied().unwrap_or(count.messages[i]);
-                let after = counter.message(&messages[i], &mut Notes::default())?;
-                total = total - before.total() + after.total();
-                now.insert(i, after);
-                out.shortened.push((i, before.total(), after.total()));
+                let (b, a) = recount(counter, &messages[i], i, count, &mut now, &mut total)?;
+                out.shortened.push((i, b, a));
                 reasons.entry(i).or_default().push("args");
             } else if first_change {
                 originals.remove(&i);
@@ -630,10 +625,7 @@ pub fn prune_with(
                 save(&mut originals, &messages, i);
                 dialect.drop_reasoning(&mut messages[i]);
                 debug_assert!(!dialect.has_reasoning(&messages[i]));
-                let before = now.get(&i).copied().unwrap_or(count.messages[i]);
-                let after = counter.message(&messages[i], &mut Notes::default())?;
-                total = total - before.total() + after.total();
-                now.insert(i, after);
+                recount(counter, &messages[i], i, count, &mut now, &mut total)?;
                 out.thinking.push(i);
                 reasons.entry(i).or_default().push("thinking");
             }
@@ -665,6 +657,23 @@ pub fn prune_with(
         results,
     });
     Ok((out, structure))
+}
+
+/// Counts message `m` again after a change: updates its known count in `now` and the
+/// document's `total`, and returns its tokens before and after.
+fn recount(
+    counter: &Counter,
+    message: &Value,
+    m: usize,
+    count: &DocumentCount,
+    now: &mut BTreeMap<usize, MessageTokens>,
+    total: &mut usize,
+) -> Result<(usize, usize)> {
+    let before = now.get(&m).copied().unwrap_or(count.messages[m]);
+    let after = counter.message(message, &mut Notes::default())?;
+    *total = *total - before.total() + after.total();
+    now.insert(m, after);
+    Ok((before.total(), after.total()))
 }
 
 /// The tokens a content value adds to its message (text, blocks, images), as the counter
