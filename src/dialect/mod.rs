@@ -6,7 +6,7 @@
 //! document recogniser, the conversation model, the counter, check, prune, truncate, summarize,
 //! fit) asks [`Dialect`] or the functions of this module, and never names a role, a part type or
 //! a field of a message format itself. Places inside a document are RFC 6901 JSON pointers
-//! ([`pointer`]); jq-style paths are only how a pointer is shown.
+//! ([`mod@pointer`]); jq-style paths are only how a pointer is shown.
 //!
 //! # What a dialect module provides
 //!
