@@ -1917,65 +1917,65 @@ mod tests {
 
     #[test]
     fn files_from_editors_and_shell_edits_without_noise() {
-        let msgs = vec![
-            call(
+        let msgs: Vec<Value> = [
+            (
                 "a",
                 "bash",
                 json!({"command": "sed -i 's/np\\.Inf/np.inf/g' ./pvlib/singlediode.py"}),
+                "<returncode>0</returncode>\n<output>\n</output>",
             ),
-            result("a", "<returncode>0</returncode>\n<output>\n</output>"),
-            call(
+            (
                 "b",
                 "bash",
                 json!({"command": "sed -i 's/\\n\\n\\2/s/e' src/def.py && echo done >> /dev/null"}),
+                "<returncode>0</returncode>",
             ),
-            result("b", "<returncode>0</returncode>"),
-            call(
+            (
                 "c",
                 "bash",
                 json!({"command": "cat <<EOF > notes/todo.md\nresult = x / def\nEOF\necho hi | tee -a CHANGES.txt 2>&1"}),
+                "<returncode>0</returncode>",
             ),
-            result("c", "<returncode>0</returncode>"),
-            call(
+            (
                 "d",
                 "bash",
                 json!({"command": "git apply <<'PATCH'\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-a\n+b\nPATCH"}),
+                "<returncode>0</returncode>",
             ),
-            result("d", "<returncode>0</returncode>"),
-            call(
+            (
                 "e",
                 "bash",
                 json!({"command": "python3 - <<'PY'\nimport re\nsrc = open('pkg/mod.py').read()\nwith open('pkg/mod.py', 'w') as fh:\n    fh.write(re.sub(r'/e', '/def', src))\nPY"}),
+                "<returncode>0</returncode>",
             ),
-            result("e", "<returncode>0</returncode>"),
-            call(
+            (
                 "f",
                 "str_replace_editor",
                 json!({"command": "view", "path": "src/view_only.py"}),
+                "Here's the result of running `cat -n`",
             ),
-            result("f", "Here's the result of running `cat -n`"),
-            call(
+            (
                 "g",
                 "str_replace_editor",
                 json!({"command": "create", "path": "/repo/tests/test_new.py", "file_text": "def test(): pass"}),
+                "File created successfully at: /repo/tests/test_new.py",
             ),
-            result("g", "File created successfully at: /repo/tests/test_new.py"),
-            call(
+            (
                 "h",
                 "str_replace_editor",
                 json!({"command": "create", "path": "/repo/exists.py", "file_text": "x"}),
-            ),
-            result(
-                "h",
                 "ERROR:\nInvalid `path` parameter: /repo/exists.py. File already exists at: /repo/exists.py.",
             ),
-            call(
+            (
                 "i",
                 "write_file",
                 json!({"file_path": "docs/notes.txt", "content": "/def /e"}),
+                "ok",
             ),
-            result("i", "ok"),
-        ];
+        ]
+        .into_iter()
+        .flat_map(|(id, name, args, text)| [call(id, name, args), result(id, text)])
+        .collect();
         let out = ledger(&msgs, Task::None);
         assert_eq!(
             section(&out, "Files created or edited"),

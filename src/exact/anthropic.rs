@@ -8,6 +8,9 @@ use super::chat::{self, Choice, Part, ToolDef, Turn};
 use crate::document::Document;
 use crate::settings::Settings;
 
+/// How the errors end that name what this conversion cannot write.
+const UNCONVERTED: &str = "has no Anthropic equivalent";
+
 /// The Messages keys `count_tokens` takes; the others (`max_tokens`, `temperature`, `stream`,
 /// `metadata`, `stop_sequences`, `top_p`, `top_k`, `service_tier`, ...) only shape the reply.
 const COUNT_KEYS: &[&str] = &[
@@ -96,9 +99,7 @@ fn messages(doc: &Document) -> Result<(Vec<Value>, Vec<Value>), String> {
                 messages.push(json!({"role": "user", "content": blocks(i, content)?}))
             }
             Turn::Assistant { content, calls } => {
-                let text = chat::plain_text(content).ok_or(format!(
-                    "message {i}: an assistant message with other than text has no Anthropic equivalent"
-                ))?;
+                let text = chat::text_only(i, content, "an assistant message", UNCONVERTED)?;
                 let mut out = Vec::new();
                 if !text.is_empty() {
                     out.push(json!({"type": "text", "text": text}));
@@ -125,9 +126,7 @@ fn messages(doc: &Document) -> Result<(Vec<Value>, Vec<Value>), String> {
 
 /// The `system` text block of system message `i`.
 fn system_block(i: usize, content: Option<&Value>) -> Result<Value, String> {
-    let text = chat::plain_text(content).ok_or(format!(
-        "message {i}: a system message with other than text has no Anthropic equivalent"
-    ))?;
+    let text = chat::text_only(i, content, "a system message", UNCONVERTED)?;
     Ok(json!({"type": "text", "text": text}))
 }
 
@@ -157,14 +156,14 @@ fn block(i: usize, p: Part) -> Result<Value, String> {
                 }
                 _ => {
                     return Err(format!(
-                        "message {i}: a file part other than an inline PDF has no Anthropic equivalent"
+                        "message {i}: a file part other than an inline PDF {UNCONVERTED}"
                     ));
                 }
             }
         }
         other @ (Part::Audio(_) | Part::Other(_)) => {
             return Err(format!(
-                "message {i}: a {:?} part has no Anthropic equivalent",
+                "message {i}: a {:?} part {UNCONVERTED}",
                 other.kind()
             ));
         }
@@ -199,7 +198,7 @@ fn tools(defs: &[ToolDef]) -> Result<Vec<Value>, String> {
             }
             ToolDef::Other { kind, .. } => {
                 return Err(format!(
-                    "a tool of type {} has no Anthropic equivalent",
+                    "a tool of type {} {UNCONVERTED}",
                     kind.unwrap_or("?")
                 ));
             }

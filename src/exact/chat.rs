@@ -290,6 +290,18 @@ pub(super) fn content(
     Ok(Content::Parts(parts.collect::<Result<_, _>>()?))
 }
 
+/// The text of message `i`'s content where the target API takes only text: else the error
+/// saying that `what` (`"a system message"`, `"a tool result"`) with other than text `fate`
+/// (`"has no Gemini equivalent"`).
+pub(super) fn text_only(
+    i: usize,
+    content: Option<&Value>,
+    what: &str,
+    fate: &str,
+) -> Result<String, String> {
+    plain_text(content).ok_or_else(|| format!("message {i}: {what} with other than text {fate}"))
+}
+
 /// The text of a message's content: a string, or the `text` (and `refusal`) of its parts;
 /// `None` when a part is something else (an image, audio, a file).
 pub(super) fn plain_text(content: Option<&Value>) -> Option<String> {

@@ -7,6 +7,9 @@ use super::chat::{self, Choice, Content, Part, ToolDef, Turn};
 use crate::document::Document;
 use crate::settings::Settings;
 
+/// How the errors end that name what this conversion cannot write.
+const UNCONVERTED: &str = "has no Gemini equivalent";
+
 /// An OpenAI Chat Completions document as a Gemini `countTokens` request, counting the system
 /// prompt and tools with it (`generateContentRequest`): system and developer messages become
 /// `systemInstruction`; user and assistant turns `user` and `model` contents; tool calls
@@ -43,9 +46,7 @@ fn contents(doc: &Document) -> Result<(Vec<Value>, Vec<Value>), String> {
         let (i, turn) = turn?;
         match turn {
             Turn::System { content, .. } => {
-                let text = chat::plain_text(content).ok_or(format!(
-                    "message {i}: a system message with other than text has no Gemini equivalent"
-                ))?;
+                let text = chat::text_only(i, content, "a system message", UNCONVERTED)?;
                 system.push(json!({"text": text}));
             }
             Turn::User(content) => {
@@ -69,9 +70,7 @@ fn contents(doc: &Document) -> Result<(Vec<Value>, Vec<Value>), String> {
                 let name = r.name.ok_or(format!(
                     "message {i}: a tool result whose call is not in the previous assistant message"
                 ))?;
-                let text = chat::plain_text(r.content).ok_or(format!(
-                    "message {i}: a tool result with other than text has no Gemini equivalent"
-                ))?;
+                let text = chat::text_only(i, r.content, "a tool result", UNCONVERTED)?;
                 let response = match serde_json::from_str::<Value>(&text) {
                     Ok(v @ Value::Object(_)) => v,
                     _ => json!({"output": text}),
@@ -126,9 +125,7 @@ fn part(i: usize, p: Part) -> Result<Value, String> {
             inline(media, data)
         }
         Part::Other(other) => {
-            return Err(format!(
-                "message {i}: a {other:?} part has no Gemini equivalent"
-            ));
+            return Err(format!("message {i}: a {other:?} part {UNCONVERTED}"));
         }
     })
 }
@@ -155,7 +152,7 @@ fn declarations(defs: &[ToolDef]) -> Result<Vec<Value>, String> {
         .map(|d| match d {
             ToolDef::Function { def, .. } => declare(def),
             ToolDef::Other { kind, .. } => Err(format!(
-                "a tool of type {} has no Gemini equivalent",
+                "a tool of type {} {UNCONVERTED}",
                 kind.unwrap_or("?")
             )),
         })

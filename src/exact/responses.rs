@@ -26,6 +26,9 @@ use super::chat::{self, Part, ToolChoice, ToolDef, Turn};
 use crate::document::Document;
 use crate::settings::Settings;
 
+/// How the errors end that name what this conversion cannot write.
+const UNCONVERTED: &str = "is not converted for the Responses count";
+
 /// A Chat Completions document as a Responses `input_tokens` request body for `model`:
 /// `{"model", "input", "tools", "tool_choice", "parallel_tool_calls", "reasoning", "text"}`,
 /// each but the first two only when the document has it.
@@ -58,9 +61,7 @@ pub(crate) fn input_items(doc: &Document) -> Result<Vec<Value>, String> {
                 items.push(json!({"role": "user", "content": content_parts(i, content)?}))
             }
             Turn::Assistant { content, calls } => {
-                let text = chat::plain_text(content).ok_or(format!(
-                    "message {i}: an assistant message with other than text is not converted for the Responses count"
-                ))?;
+                let text = chat::text_only(i, content, "an assistant message", UNCONVERTED)?;
                 if !text.is_empty() {
                     items.push(json!({"role": "assistant", "content": text}));
                 }
@@ -70,9 +71,7 @@ pub(crate) fn input_items(doc: &Document) -> Result<Vec<Value>, String> {
                 }
             }
             Turn::Result(r) => {
-                let text = chat::plain_text(r.content).ok_or(format!(
-                    "message {i}: a tool result with other than text is not converted for the Responses count"
-                ))?;
+                let text = chat::text_only(i, r.content, "a tool result", UNCONVERTED)?;
                 items.push(
                     json!({"type": "function_call_output", "call_id": r.call_id, "output": text}),
                 );
@@ -108,7 +107,7 @@ fn content_part(i: usize, p: Part) -> Result<Value, String> {
         }
         other @ (Part::Audio(_) | Part::Other(_)) => {
             return Err(format!(
-                "message {i}: a {:?} part is not converted for the Responses count",
+                "message {i}: a {:?} part {UNCONVERTED}",
                 other.kind()
             ));
         }
@@ -134,7 +133,7 @@ fn tools(defs: &[ToolDef]) -> Result<Vec<Value>, String> {
                 Ok(Value::Object(t))
             }
             ToolDef::Other { kind, .. } => Err(format!(
-                "a tool of type {} is not converted for the Responses count",
+                "a tool of type {} {UNCONVERTED}",
                 kind.unwrap_or("?")
             )),
         })
