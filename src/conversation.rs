@@ -4,112 +4,16 @@
 //! message with tool calls plus the results that answer it), a system/developer message, or any
 //! other single message. Pairing is positional: results answer the calls of the nearest
 //! preceding assistant message, never a global id map, because real traffic reuses call ids.
-//! This module reads messages and never changes them; it also never counts tokens.
+//! Each message is read by its dialect ([`crate::dialect`]), which also says where a tool
+//! exchange ends. This module never changes messages; it also never counts tokens.
 
 use std::collections::HashMap;
 
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-use crate::document::{Dialect, Field};
-
-/// A message's role as ctx understands it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Role {
-    System,
-    Developer,
-    User,
-    Assistant,
-    Tool,
-    Function,
-    /// A role ctx does not know; kept as written.
-    Other(String),
-    /// No `role` key, or one that is not a string.
-    Missing,
-}
-
-impl Role {
-    fn parse(v: Option<&Value>) -> Role {
-        match v.and_then(Value::as_str) {
-            Some("system") => Role::System,
-            Some("developer") => Role::Developer,
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            Some("tool") => Role::Tool,
-            Some("function") => Role::Function,
-            Some(other) => Role::Other(other.to_string()),
-            None => Role::Missing,
-        }
-    }
-
-    /// The role's name as written (`"?"` when missing).
-    pub fn name(&self) -> &str {
-        match self {
-            Role::System => "system",
-            Role::Developer => "developer",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-            Role::Function => "function",
-            Role::Other(s) => s,
-            Role::Missing => "?",
-        }
-    }
-
-    /// System and developer messages.
-    pub fn is_system(&self) -> bool {
-        matches!(self, Role::System | Role::Developer)
-    }
-}
-
-/// A tool call made by an assistant message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Call {
-    /// The call id (`None` for legacy `function_call`, or when missing).
-    pub id: Option<String>,
-    /// The tool's name.
-    pub name: Option<String>,
-    /// Path of the call inside its message (`.tool_calls[0]`, `.content[2]`, `.function_call`).
-    pub path: String,
-    /// A legacy `function_call`.
-    pub legacy: bool,
-}
-
-/// Where a call is: message index and position in that message's calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CallRef {
-    pub message: usize,
-    pub call: usize,
-}
-
-/// A tool result carried by a message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolResult {
-    /// The id of the call it answers (`tool_call_id` / `tool_use_id`), if given.
-    pub id: Option<String>,
-    /// A tool name written on the result itself (OpenAI `name`), if any.
-    pub name: Option<String>,
-    /// Path of the result inside its message (`""` for a whole `tool` message).
-    pub path: String,
-    /// Anthropic `is_error: true`.
-    pub is_error: bool,
-    /// A legacy `function` message.
-    pub legacy: bool,
-    /// The call this result answers, found positionally within its exchange.
-    pub answers: Option<CallRef>,
-}
-
-/// One message, as the model sees it.
-#[derive(Clone, Debug)]
-pub struct Message {
-    pub role: Role,
-    pub calls: Vec<Call>,
-    pub results: Vec<ToolResult>,
-    /// True when the message carries tool results and nothing else.
-    pub only_results: bool,
-    /// Index of the unit holding this message.
-    pub unit: usize,
-}
+pub use crate::dialect::{Call, CallRef, Message, Role};
+use crate::dialect::{Dialect, Field};
 
 /// What a unit is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,7 +66,7 @@ pub struct Conversation {
 impl Conversation {
     /// Builds the model of `messages` in `dialect`.
     pub fn new(messages: &[Value], dialect: Dialect) -> Conversation {
-        let mut msgs: Vec<Message> = messages.iter().map(|m| read_message(m, dialect)).collect();
+        let mut msgs: Vec<Message> = messages.iter().map(|m| dialect.read_message(m)).collect();
         let mut units = Vec::new();
         let mut i = 0;
         while i < msgs.len() {
@@ -170,37 +74,9 @@ impl Conversation {
             let kind = if msgs[i].role.is_system() {
                 i += 1;
                 UnitKind::System
-            } else if dialect == Dialect::Openai
-                && msgs[i].role == Role::Assistant
-                && !msgs[i].calls.is_empty()
-            {
-                i += 1;
-                while i < msgs.len() && matches!(msgs[i].role, Role::Tool | Role::Function) {
-                    i += 1;
-                }
+            } else if let Some(end) = dialect.exchange_end(&msgs, i) {
+                i = end;
                 UnitKind::ToolExchange
-            } else if dialect == Dialect::Anthropic && msgs[i].role == Role::Assistant {
-                // The API merges consecutive same-role messages, so a run of assistant messages
-                // is one turn, and so is the run of user messages answering it.
-                let mut j = i;
-                while j < msgs.len() && msgs[j].role == Role::Assistant {
-                    j += 1;
-                }
-                if msgs[i..j].iter().any(|m| !m.calls.is_empty()) {
-                    let mut k = j;
-                    let mut last_carrier = None;
-                    while k < msgs.len() && msgs[k].role == Role::User {
-                        if !msgs[k].results.is_empty() {
-                            last_carrier = Some(k);
-                        }
-                        k += 1;
-                    }
-                    i = last_carrier.map_or(j, |c| c + 1);
-                    UnitKind::ToolExchange
-                } else {
-                    i += 1;
-                    UnitKind::Single
-                }
             } else {
                 i += 1;
                 UnitKind::Single
@@ -281,10 +157,7 @@ impl Conversation {
 /// without modelling the whole conversation (it is usually near the start).
 pub fn find_task(messages: &[Value], dialect: Dialect) -> Option<usize> {
     messages.iter().position(|m| {
-        m.field("role").and_then(Value::as_str) == Some("user") && {
-            let msg = read_message(m, dialect);
-            !msg.only_results
-        }
+        Role::parse(m.field("role")) == Role::User && !dialect.read_message(m).only_results
     })
 }
 
@@ -332,95 +205,6 @@ fn pair_results(msgs: &mut [Message], range: std::ops::Range<usize>) {
                 None
             };
         }
-    }
-}
-
-fn read_message(m: &Value, dialect: Dialect) -> Message {
-    let role = Role::parse(m.field("role"));
-    let mut calls = Vec::new();
-    let mut results = Vec::new();
-    let mut other_content = false;
-    match dialect {
-        Dialect::Openai => {
-            if role == Role::Assistant {
-                if let Some(tc) = m.field("tool_calls").and_then(Value::as_array) {
-                    for (k, c) in tc.iter().enumerate() {
-                        calls.push(Call {
-                            id: c.field("id").and_then(Value::as_str).map(str::to_string),
-                            name: c
-                                .field("function")
-                                .and_then(|f| f.field("name"))
-                                .and_then(Value::as_str)
-                                .map(str::to_string),
-                            path: format!(".tool_calls[{k}]"),
-                            legacy: false,
-                        });
-                    }
-                }
-                if let Some(fc) = m.field("function_call").filter(|f| f.is_object()) {
-                    calls.push(Call {
-                        id: None,
-                        name: fc.field("name").and_then(Value::as_str).map(str::to_string),
-                        path: ".function_call".to_string(),
-                        legacy: true,
-                    });
-                }
-            }
-            if matches!(role, Role::Tool | Role::Function) {
-                results.push(ToolResult {
-                    id: m
-                        .field("tool_call_id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    name: m.field("name").and_then(Value::as_str).map(str::to_string),
-                    path: String::new(),
-                    is_error: false,
-                    legacy: role == Role::Function,
-                    answers: None,
-                });
-            }
-        }
-        Dialect::Anthropic => {
-            if let Some(blocks) = m.field("content").and_then(Value::as_array) {
-                for (k, b) in blocks.iter().enumerate() {
-                    match b.field("type").and_then(Value::as_str) {
-                        Some("tool_use") if role == Role::Assistant => calls.push(Call {
-                            id: b.field("id").and_then(Value::as_str).map(str::to_string),
-                            name: b.field("name").and_then(Value::as_str).map(str::to_string),
-                            path: format!(".content[{k}]"),
-                            legacy: false,
-                        }),
-                        Some("tool_result") => results.push(ToolResult {
-                            id: b
-                                .field("tool_use_id")
-                                .and_then(Value::as_str)
-                                .map(str::to_string),
-                            name: None,
-                            path: format!(".content[{k}]"),
-                            is_error: b
-                                .field("is_error")
-                                .and_then(Value::as_bool)
-                                .unwrap_or(false),
-                            legacy: false,
-                            answers: None,
-                        }),
-                        _ => other_content = true,
-                    }
-                }
-            } else {
-                other_content = true;
-            }
-        }
-    }
-    if dialect == Dialect::Openai {
-        other_content = !matches!(role, Role::Tool | Role::Function);
-    }
-    Message {
-        only_results: !results.is_empty() && !other_content,
-        role,
-        calls,
-        results,
-        unit: 0,
     }
 }
 

@@ -14,7 +14,8 @@ use std::collections::BTreeSet;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::document::{Dialect, Document, Field};
+use crate::dialect::{Dialect, Field, ImageData, Measure, find_part};
+use crate::document::Document;
 use crate::image::{self, OpenAiImageScheme};
 use crate::models::ImageRule;
 use crate::settings::Settings;
@@ -148,14 +149,6 @@ impl Acc<'_> {
     }
 }
 
-/// Anthropic block types counted by their text without a warning.
-const KNOWN_ANTHROPIC: &[&str] = &[
-    "document",
-    "search_result",
-    "container_upload",
-    "web_search_result",
-];
-
 /// Keys whose strings are binary payloads, never text the model reads as tokens.
 const BINARY_KEYS: &[&str] = &[
     "data",
@@ -183,7 +176,7 @@ impl<'a> Counter<'a> {
     /// Counts a whole document.
     pub fn document(&self, doc: &Document) -> Result<DocumentCount> {
         let mut notes = Notes::default();
-        let mut exact = self.settings.exact && self.dialect == Dialect::Openai;
+        let mut exact = self.settings.exact && self.dialect.exact_counts();
         if !self.settings.exact {
             notes.estimates.insert(match self.settings.model {
                 Some(m) if !m.exact => format!(
@@ -193,10 +186,11 @@ impl<'a> Counter<'a> {
                 _ => format!("counts with {} are estimates", self.settings.encoding),
             });
         }
-        if self.dialect == Dialect::Anthropic && self.settings.exact {
-            notes
-                .estimates
-                .insert("Anthropic documents are counted with estimated overheads".into());
+        if !self.dialect.exact_counts() && self.settings.exact {
+            notes.estimates.insert(format!(
+                "{} documents are counted with estimated overheads",
+                self.dialect.title()
+            ));
         }
         let mut out = DocumentCount {
             priming: REPLY_PRIMING,
@@ -234,7 +228,7 @@ impl<'a> Counter<'a> {
             // The model's provider decides how definitions are billed: a Claude model gets
             // Anthropic's tool-use prompt whatever shape its definitions arrive in (OpenRouter
             // and LiteLLM convert OpenAI ones).
-            if self.dialect == Dialect::Anthropic || self.settings.is_anthropic_model() {
+            if self.dialect.provider() == "anthropic" || self.settings.is_anthropic_model() {
                 self.anthropic_tools(tools, functions, &mut acc)
                     .map_err(|e| located(e, "tool definitions", ".tools"))?
             } else {
@@ -283,8 +277,11 @@ impl<'a> Counter<'a> {
     }
 
     /// Counts one message (content and overhead). Every field that carries text is counted
-    /// whatever the dialect: a message written in the other dialect's shape (a mixed document,
-    /// or `--format` forcing the dialect) is never undercounted.
+    /// whatever the dialect: a message written in another dialect's shape (a mixed document,
+    /// or `--format` forcing the dialect) is never undercounted. The message's own fields are
+    /// the chat formula's (role, name, content, refusal, tool_call_id, tool_calls,
+    /// function_call), which both chat dialects share; each content part is measured by the
+    /// dialect that knows its type ([`crate::dialect::Measure`]).
     pub fn message(&self, m: &Value, notes: &mut Notes) -> Result<MessageTokens> {
         self.message_in(m, notes, false)
     }
@@ -301,7 +298,7 @@ impl<'a> Counter<'a> {
         let mut acc = Acc {
             tokens: 0,
             text: 0,
-            exact: self.dialect == Dialect::Openai,
+            exact: self.dialect.exact_counts(),
             notes,
         };
         let mut overhead = if carries_tools {
@@ -360,12 +357,14 @@ impl<'a> Counter<'a> {
         if let Some(calls) = m.field("tool_calls").and_then(Value::as_array) {
             for (k, c) in calls.iter().enumerate() {
                 let f = c.field("function").unwrap_or(&Value::Null);
-                self.call(f.field("name"), f.field("arguments"), &mut acc)
+                let name = f.field("name").and_then(Value::as_str);
+                self.call(name, f.field("arguments"), true, &mut acc)
                     .with_context(|| format!(".tool_calls[{k}]"))?;
             }
         }
         if let Some(fc) = m.field("function_call").filter(|f| f.is_object()) {
-            self.call(fc.field("name"), fc.field("arguments"), &mut acc)
+            let name = fc.field("name").and_then(Value::as_str);
+            self.call(name, fc.field("arguments"), true, &mut acc)
                 .context(".function_call")?;
         }
         Ok(MessageTokens {
@@ -376,115 +375,95 @@ impl<'a> Counter<'a> {
         })
     }
 
-    fn call(&self, name: Option<&Value>, args: Option<&Value>, acc: &mut Acc) -> Result<()> {
+    /// A tool call: its framing, name and arguments.
+    fn call(
+        &self,
+        name: Option<&str>,
+        args: Option<&Value>,
+        encoded: bool,
+        acc: &mut Acc,
+    ) -> Result<()> {
         acc.tokens += CALL_OVERHEAD;
-        if let Some(Value::String(n)) = name {
+        if let Some(n) = name {
             acc.tokens += self.text(n)?;
         }
-        match args {
-            Some(Value::String(a)) => acc.tokens += self.text(a)?,
-            Some(Value::Null) | None => {}
-            Some(other) => acc.tokens += self.text(&other.to_string())?,
+        if let Some(args) = args {
+            acc.tokens += self.args(args, encoded)?;
         }
         acc.estimate("tool calls are counted with an estimated format");
         Ok(())
     }
 
-    /// One content part (OpenAI) or block (Anthropic): both kinds are counted in either
-    /// dialect.
+    /// The tokens of a call's arguments: a JSON text (`encoded`, OpenAI's `arguments`) as
+    /// written, null as nothing; a JSON value (Anthropic's `input`) as its compact JSON text.
+    pub fn args(&self, args: &Value, encoded: bool) -> Result<usize> {
+        match args {
+            Value::String(a) if encoded => self.text(a),
+            Value::Null if encoded => Ok(0),
+            other => self.text(&other.to_string()),
+        }
+    }
+
+    /// One content part or block, in whichever dialect knows its type: every dialect's parts are
+    /// counted in any document, so a mixed one is never undercounted.
     fn part(&self, p: &Value, acc: &mut Acc) -> Result<()> {
         let ty = p.field("type").and_then(Value::as_str).unwrap_or("");
-        match ty {
-            "text" | "input_text" => {
-                if let Some(t) = p.field("text").and_then(Value::as_str) {
+        let Some((owner, part)) = find_part(ty) else {
+            self.text_leaves(p, acc)?;
+            let what = self.dialect.part_noun();
+            if self.dialect.exact_counts() {
+                acc.estimate(format!("unknown {what} type {ty:?} counted by its text"));
+            }
+            acc.notes.warnings.insert(format!(
+                "unknown {what} type {ty:?}: kept, counted by its text"
+            ));
+            return Ok(());
+        };
+        match owner.measure(p, part) {
+            Measure::Text(t) => {
+                if let Some(t) = t {
                     acc.tokens += self.text(t)?;
                 }
             }
-            "image" => {
-                let src = p.field("source").unwrap_or(&Value::Null);
-                let dims = match src.field("type").and_then(Value::as_str) {
-                    Some("base64") => src
-                        .field("data")
-                        .and_then(Value::as_str)
-                        .and_then(image::base64_dimensions),
-                    _ => None,
+            Measure::Image { data, detail } => {
+                let dims = match data {
+                    ImageData::Base64(d) => image::base64_dimensions(d),
+                    ImageData::Url(u) => image::data_url_dimensions(u),
+                    ImageData::Unknown => None,
                 };
-                acc.tokens += self.image_tokens(dims, None, acc) as usize;
+                acc.tokens += self.image_tokens(dims, detail, acc) as usize;
             }
-            "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                let input = p.field("input").map(Value::to_string);
-                self.call(p.field("name"), input.map(Value::String).as_ref(), acc)?;
-            }
-            "tool_result" | "mcp_tool_result" => {
+            Measure::Call {
+                name,
+                args,
+                encoded,
+            } => self.call(name, args, encoded, acc)?,
+            Measure::Result(content) => {
                 acc.tokens += CALL_OVERHEAD;
-                if let Some(c) = p.field("content") {
+                if let Some(c) = content {
                     self.anthropic_content(c, acc).context(".content")?;
                 }
             }
-            "thinking" => {
-                if let Some(t) = p.field("thinking").and_then(Value::as_str) {
-                    acc.tokens += self.text(t)?;
-                }
-            }
-            "redacted_thinking" => {
-                let data = p.field("data").and_then(Value::as_str).unwrap_or("");
-                acc.tokens += data.len().div_ceil(4);
-            }
-            _ if ty.ends_with("_tool_result") || KNOWN_ANTHROPIC.contains(&ty) => {
+            Measure::Opaque(data) => acc.tokens += data.len().div_ceil(4),
+            Measure::ByText => {
                 self.text_leaves(p, acc)?;
-                if self.dialect == Dialect::Openai {
-                    acc.estimate(format!("Anthropic {ty:?} blocks are counted by their text"));
+                if owner != self.dialect {
+                    acc.estimate(format!(
+                        "{} {ty:?} blocks are counted by their text",
+                        owner.title()
+                    ));
                 }
             }
-            "refusal" => {
-                if let Some(t) = p.field("refusal").and_then(Value::as_str) {
-                    acc.tokens += self.text(t)?;
-                }
-            }
-            "image_url" => {
-                let iu = p.field("image_url").unwrap_or(&Value::Null);
-                let (url, detail) = match iu {
-                    Value::String(u) => (u.as_str(), None),
-                    _ => (
-                        iu.field("url").and_then(Value::as_str).unwrap_or(""),
-                        iu.field("detail").and_then(Value::as_str),
-                    ),
-                };
-                acc.tokens +=
-                    self.image_tokens(image::data_url_dimensions(url), detail, acc) as usize;
-            }
-            "input_audio" => {
-                let data = p
-                    .field("input_audio")
-                    .and_then(|a| a.field("data"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+            Measure::Audio(data) => {
                 // ~10 tokens a second; duration estimated from the payload at 128 kbit/s.
                 acc.tokens += (data.len() * 3 / 4).div_ceil(1600);
                 acc.estimate("audio is estimated at 10 tokens a second (128 kbit/s assumed)");
             }
-            "file" => {
-                if let Some(n) = p
-                    .field("file")
-                    .and_then(|f| f.field("filename"))
-                    .and_then(Value::as_str)
-                {
+            Measure::File(name) => {
+                if let Some(n) = name {
                     acc.tokens += self.text(n)?;
                 }
                 acc.estimate("file parts: the file's content cannot be counted offline");
-            }
-            _ => {
-                self.text_leaves(p, acc)?;
-                let what = match self.dialect {
-                    Dialect::Openai => "content part",
-                    Dialect::Anthropic => "content block",
-                };
-                if self.dialect == Dialect::Openai {
-                    acc.estimate(format!("unknown {what} type {ty:?} counted by its text"));
-                }
-                acc.notes.warnings.insert(format!(
-                    "unknown {what} type {ty:?}: kept, counted by its text"
-                ));
             }
         }
         Ok(())

@@ -9,6 +9,9 @@
 use anyhow::{Result, bail};
 use serde_json::{Map, Value};
 
+pub use crate::dialect::{Dialect, Field, kind};
+use crate::dialect::{Foreign, Markers, pointer};
+
 /// Where the messages live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
@@ -18,107 +21,16 @@ pub enum Shape {
     Body,
 }
 
-/// The API a document is written for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-pub enum Dialect {
-    /// OpenAI Chat Completions (and the many servers that speak it).
-    Openai,
-    /// Anthropic Messages.
-    Anthropic,
-}
-
-impl Dialect {
-    /// The dialect's name as ctx prints it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dialect::Openai => "openai",
-            Dialect::Anthropic => "anthropic",
-        }
-    }
-
-    /// The other dialect.
-    pub fn other(self) -> Dialect {
-        match self {
-            Dialect::Openai => Dialect::Anthropic,
-            Dialect::Anthropic => Dialect::Openai,
-        }
-    }
-
-    /// The dialect's name in a sentence.
-    pub fn title(self) -> &'static str {
-        match self {
-            Dialect::Openai => "OpenAI",
-            Dialect::Anthropic => "Anthropic",
-        }
-    }
-}
-
 /// A recognised document.
 #[derive(Clone, Debug)]
 pub struct Document {
     root: Value,
     /// Array or body.
     pub shape: Shape,
-    /// OpenAI or Anthropic.
+    /// The API it is written for.
     pub dialect: Dialect,
     /// The first structural marker of each dialect, as read when the document was recognised.
     markers: Markers,
-}
-
-/// Anthropic content block types that make a document Anthropic (besides `image` with a
-/// `source`). Tool blocks are listed apart, in [`ANTHROPIC_TOOL_BLOCKS`].
-const ANTHROPIC_BLOCKS: &[&str] = &[
-    "thinking",
-    "redacted_thinking",
-    "document",
-    "search_result",
-    "container_upload",
-];
-
-/// Anthropic blocks that carry tool calls or results (and any `*_tool_result`).
-const ANTHROPIC_TOOL_BLOCKS: &[&str] = &[
-    "tool_use",
-    "tool_result",
-    "server_tool_use",
-    "mcp_tool_use",
-    "mcp_tool_result",
-];
-
-/// OpenAI content part types that make a document OpenAI.
-const OPENAI_PARTS: &[&str] = &["image_url", "input_audio", "file"];
-
-/// Where a document first shows each dialect's structure (jq-style paths). Tool markers (calls
-/// and results) are kept apart from the others: they decide how calls pair with results, so a
-/// document whose tool markers belong to the other dialect cannot be rewritten safely.
-#[derive(Clone, Debug, Default)]
-struct Markers {
-    openai_tool: Option<Marker>,
-    anthropic_tool: Option<Marker>,
-    openai_other: Option<Marker>,
-    anthropic_other: Option<Marker>,
-}
-
-/// One structural marker: where it is, and its place in the document (0 for body keys, else
-/// the message index + 1).
-#[derive(Clone, Debug)]
-struct Marker {
-    order: usize,
-    path: String,
-}
-
-impl Markers {
-    /// The first tool marker and first other marker of `dialect`, as paths.
-    fn of(&self, dialect: Dialect) -> (Option<&str>, Option<&str>) {
-        let (tool, other) = match dialect {
-            Dialect::Openai => (&self.openai_tool, &self.openai_other),
-            Dialect::Anthropic => (&self.anthropic_tool, &self.anthropic_other),
-        };
-        (
-            tool.as_ref().map(|m| m.path.as_str()),
-            other.as_ref().map(|m| m.path.as_str()),
-        )
-    }
 }
 
 impl Document {
@@ -127,7 +39,7 @@ impl Document {
         Document {
             root: Value::Array(Vec::new()),
             shape: Shape::Array,
-            dialect: Dialect::Openai,
+            dialect: Dialect::DEFAULT,
             markers: Markers::default(),
         }
     }
@@ -172,7 +84,7 @@ impl Document {
         let mut doc = Document {
             root: value,
             shape,
-            dialect: Dialect::Openai,
+            dialect: Dialect::DEFAULT,
             markers: Markers::default(),
         };
         for (i, m) in doc.messages().iter().enumerate() {
@@ -192,133 +104,55 @@ impl Document {
         Ok(doc)
     }
 
-    fn detect_dialect(&self) -> Dialect {
-        let m = &self.markers;
-        match (&m.openai_tool, &m.anthropic_tool) {
-            (Some(o), Some(a)) if a.order < o.order => Dialect::Anthropic,
-            (Some(_), _) => Dialect::Openai,
-            (None, Some(_)) => Dialect::Anthropic,
-            (None, None) if m.anthropic_other.is_some() => Dialect::Anthropic,
-            (None, None) => Dialect::Openai,
-        }
-    }
-
     fn find_markers(&self) -> Markers {
-        let mut m = Markers::default();
-        let first = |slot: &mut Option<Marker>, order: usize, path: String| {
-            if slot.is_none() {
-                *slot = Some(Marker { order, path });
-            }
-        };
-        if let Some(body) = self.body() {
-            if body.contains_key("system") {
-                first(&mut m.anthropic_other, 0, ".system".into());
-            }
-            if body.get("functions").is_some_and(Value::is_array) {
-                first(&mut m.openai_other, 0, ".functions".into());
-            }
-            for (k, t) in body
-                .get("tools")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                if t.field("input_schema").is_some() {
-                    first(&mut m.anthropic_other, 0, format!(".tools[{k}]"));
-                } else if t.field("function").is_some_and(Value::is_object) {
-                    first(&mut m.openai_other, 0, format!(".tools[{k}]"));
-                }
-            }
-        }
-        for (i, msg) in self.messages().iter().enumerate() {
-            let at = |rel: &str| format!("{}{rel}", self.message_path(i));
-            if msg.field("tool_calls").is_some_and(|c| !c.is_null()) {
-                first(&mut m.openai_tool, i + 1, at(".tool_calls"));
-            }
-            if msg.field("function_call").is_some_and(Value::is_object) {
-                first(&mut m.openai_tool, i + 1, at(".function_call"));
-            }
-            if matches!(
-                msg.field("role").and_then(Value::as_str),
-                Some("tool" | "function")
-            ) {
-                first(&mut m.openai_tool, i + 1, at(".role"));
-            }
-            if msg.field("tool_call_id").is_some_and(|c| !c.is_null()) {
-                first(&mut m.openai_tool, i + 1, at(".tool_call_id"));
-            }
-            for (k, p) in msg
-                .field("content")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                let Some(ty) = p.field("type").and_then(Value::as_str) else {
-                    continue;
-                };
-                let path = || at(&format!(".content[{k}]"));
-                if ANTHROPIC_TOOL_BLOCKS.contains(&ty) || ty.ends_with("_tool_result") {
-                    first(&mut m.anthropic_tool, i + 1, path());
-                } else if ANTHROPIC_BLOCKS.contains(&ty)
-                    || (ty == "image" && p.field("source").is_some())
-                {
-                    first(&mut m.anthropic_other, i + 1, path());
-                } else if OPENAI_PARTS.contains(&ty) {
-                    first(&mut m.openai_other, i + 1, path());
-                }
-            }
-        }
-        m
+        Markers::find(self.body(), self.messages(), |i| self.message_pointer(i))
     }
 
-    /// The first marker of the other dialect's structure, if any: the index of its message
-    /// (`None` for a body key), its path, and whether it is a tool call or result (which no
-    /// rewriting command accepts).
-    pub fn foreign_marker(&self) -> Option<(Option<usize>, &str, bool)> {
-        let (tool, other) = match self.dialect.other() {
-            Dialect::Openai => (&self.markers.openai_tool, &self.markers.openai_other),
-            Dialect::Anthropic => (&self.markers.anthropic_tool, &self.markers.anthropic_other),
-        };
-        let (m, is_tool) = match (tool, other) {
-            (Some(m), _) => (m, true),
-            (None, Some(m)) => (m, false),
-            (None, None) => return None,
-        };
-        Some((m.order.checked_sub(1), m.path.as_str(), is_tool))
+    fn detect_dialect(&self) -> Dialect {
+        self.markers.detect()
     }
 
-    /// When the document also carries the other dialect's structure (no API accepts such a
+    /// The first marker of another dialect's structure, if any: a tool call or result when
+    /// there is one (which no rewriting command accepts), else any. Its pointer is in the
+    /// document; [`pointer::to_path`] shows it.
+    pub fn foreign_marker(&self) -> Option<Foreign<'_>> {
+        self.markers.foreign(self.dialect)
+    }
+
+    /// When the document also carries another dialect's structure (no API accepts such a
     /// document as it is): a warning naming the first marker of each. Counting counts every
     /// part of either kind, so this is only a warning for `count`.
     pub fn mixed_dialects(&self) -> Option<String> {
-        let other = self.dialect.other();
-        let (own_tool, own_other) = self.markers.of(self.dialect);
-        let (foreign_tool, foreign_other) = self.markers.of(other);
-        let foreign = foreign_tool.or(foreign_other)?;
-        let own = match own_tool.or(own_other) {
-            Some(p) => format!(" ({p})"),
+        let foreign = self.foreign_marker()?;
+        let own = match self
+            .markers
+            .tool(self.dialect)
+            .or(self.markers.other(self.dialect))
+        {
+            Some(m) => format!(" ({})", pointer::to_path(&m.at)),
             None => String::new(),
         };
         Some(format!(
-            "the document is read as {}{own} but also has {} structure ({foreign}); no API accepts both as they are",
+            "the document is read as {}{own} but also has {} structure ({}); no API accepts both as they are",
             self.dialect.title(),
-            other.title()
+            foreign.dialect.title(),
+            pointer::to_path(&foreign.marker.at)
         ))
     }
 
-    /// Refuses a document whose tool calls or results are written in the other dialect than the
+    /// Refuses a document whose tool calls or results are written in another dialect than the
     /// one it is read as (mixed, or contradicted by `--format`): calls and results could not be
     /// paired, and removing or rewriting messages could leave orphans.
     pub fn require_one_tool_format(&self) -> Result<()> {
-        let (read_as, other) = (self.dialect.title(), self.dialect.other().title());
-        let Some(foreign) = self.markers.of(self.dialect.other()).0 else {
+        let Some((other, foreign)) = self.markers.foreign_tool(self.dialect) else {
             return Ok(());
         };
-        let what = match self.markers.of(self.dialect).0 {
+        let (read_as, other) = (self.dialect.title(), other.title());
+        let foreign = pointer::to_path(&foreign.at);
+        let what = match self.markers.tool(self.dialect) {
             Some(own) => format!(
-                "the document mixes {read_as} tool calls or results ({own}) with {other} ones ({foreign})"
+                "the document mixes {read_as} tool calls or results ({}) with {other} ones ({foreign})",
+                pointer::to_path(&own.at)
             ),
             None => format!(
                 "the document is read as {read_as} (--format) but its tool calls or results are {other} ({foreign})"
@@ -387,7 +221,16 @@ impl Document {
             .or_else(|| b.get("max_tokens").and_then(Value::as_u64))
     }
 
-    /// The jq-style path of message `i`: `.messages[i]` in a body, `.[i]` in an array.
+    /// The pointer to message `i`: `/messages/i` in a body, `/i` in an array.
+    pub fn message_pointer(&self, i: usize) -> String {
+        match self.shape {
+            Shape::Array => format!("/{i}"),
+            Shape::Body => format!("/messages/{i}"),
+        }
+    }
+
+    /// The jq-style path of message `i`, as users see it: `.messages[i]` in a body, `.[i]` in
+    /// an array.
     pub fn message_path(&self, i: usize) -> String {
         match self.shape {
             Shape::Array => format!(".[{i}]"),
@@ -412,39 +255,6 @@ pub fn missing_role_hint(m: &Value) -> &'static str {
         "; this looks like ShareGPT (`from`/`value`): convert it to `role`/`content`, e.g. with jq 'map({role: ({human: \"user\", gpt: \"assistant\", system: \"system\"}[.from] // .from), content: .value})'"
     } else {
         "; every message needs a `role` (`system`, `user`, `assistant`, ...)"
-    }
-}
-
-/// A JSON value's kind, for error messages.
-pub fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Looking up an object's field by name, faster than `Value::get` for the small objects chat
-/// messages are made of: with ctx's JSON maps (insertion-ordered, SipHash-keyed), comparing a
-/// few keys costs less than hashing the one asked for.
-pub trait Field {
-    /// The value of field `key`, if `self` is an object that has it (as `Value::get`).
-    fn field(&self, key: &str) -> Option<&Value>;
-}
-
-impl Field for Value {
-    #[inline]
-    fn field(&self, key: &str) -> Option<&Value> {
-        match self {
-            Value::Object(map) if map.len() <= 8 => {
-                map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
-            }
-            Value::Object(map) => map.get(key),
-            _ => None,
-        }
     }
 }
 

@@ -30,6 +30,7 @@ use serde_json::Value;
 
 use crate::args::short_form;
 use crate::clip::{clip_middle, is_clipped};
+use crate::dialect::{self, Piece, pieces, text_of};
 use crate::excerpt::{Exit, Salient, classify, clip_line, exit_status, shows_output, undecorate};
 use crate::shell::{self, exit_one_is_an_answer, is_file_path};
 use crate::signals::{edit_tool, fences};
@@ -1384,40 +1385,24 @@ fn open_file_of(t: &str) -> Option<String> {
 }
 
 /// The calls of an assistant message: (id, name, arguments), arguments parsed when they are a
-/// JSON text.
+/// JSON text. Server tools (`server_tool_use`: web search, code execution) are actions too;
+/// their results come in the same message, and say nothing the ledger keeps.
 fn calls(m: &Value) -> Vec<(Option<String>, String, Value)> {
-    let mut out = Vec::new();
-    let name_of = |v: &Value| {
-        v.get("name")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .unwrap_or("unknown")
-            .to_string()
-    };
-    let id_of = |v: &Value| v.get("id").and_then(Value::as_str).map(str::to_string);
-    if let Some(list) = m.get("tool_calls").and_then(Value::as_array) {
-        for c in list.iter().filter(|c| c.is_object()) {
-            let f = c.get("function").unwrap_or(&Value::Null);
-            out.push((id_of(c), name_of(f), arguments(f.get("arguments"))));
-        }
-    }
-    if let Some(f) = m.get("function_call").filter(|f| f.is_object()) {
-        out.push((None, name_of(f), arguments(f.get("arguments"))));
-    }
-    if let Some(parts) = m.get("content").and_then(Value::as_array) {
-        for p in parts {
-            // Server tools (`server_tool_use`: web search, code execution) are actions too;
-            // their results come in the same message, and say nothing the ledger keeps.
-            if matches!(
-                p.get("type").and_then(Value::as_str),
-                Some("tool_use" | "server_tool_use")
-            ) {
-                out.push((id_of(p), name_of(p), arguments(p.get("input"))));
-            }
-        }
-    }
-    out
+    dialect::calls(m)
+        .into_iter()
+        .map(|c| {
+            let name = c
+                .name
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .unwrap_or("unknown");
+            (
+                c.id.map(str::to_string),
+                name.to_string(),
+                arguments(c.args),
+            )
+        })
+        .collect()
 }
 
 /// A call's arguments as a value: a JSON text parsed, another string kept as a string.
@@ -1432,43 +1417,28 @@ fn arguments(v: Option<&Value>) -> Value {
     }
 }
 
-/// The tool results of an Anthropic user message: (id, text, is_error).
+/// The tool results among a message's parts: (id, text, is_error).
 fn tool_results(m: &Value) -> Vec<(Option<String>, String, bool)> {
     let Some(parts) = m.get("content").and_then(Value::as_array) else {
         return Vec::new();
     };
-    parts
-        .iter()
-        .filter(|p| p.get("type").and_then(Value::as_str) == Some("tool_result"))
-        .map(|p| {
-            (
-                p.get("tool_use_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                content_text(p.get("content")),
-                p.get("is_error") == Some(&Value::Bool(true)),
-            )
+    pieces(parts)
+        .filter_map(|(_, piece)| match piece {
+            Piece::Result {
+                id,
+                content,
+                is_error,
+            } => Some((id.map(str::to_string), content_text(content), is_error)),
+            _ => None,
         })
         .collect()
 }
 
 /// The text of a content value: a string, or its text parts joined by line breaks (never
-/// thinking, images or tool blocks).
+/// thinking, images or tool blocks); nothing for anything else.
 fn content_text(v: Option<&Value>) -> String {
     match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter(|p| {
-                p.is_string()
-                    || matches!(
-                        p.get("type").and_then(Value::as_str),
-                        Some("text" | "input_text" | "output_text") | None
-                    )
-            })
-            .filter_map(|p| p.as_str().or_else(|| p.get("text")?.as_str()))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Some(v @ (Value::String(_) | Value::Array(_))) => text_of(v, None).into_owned(),
         _ => String::new(),
     }
 }
@@ -1947,65 +1917,65 @@ mod tests {
 
     #[test]
     fn files_from_editors_and_shell_edits_without_noise() {
-        let msgs = vec![
-            call(
+        let msgs: Vec<Value> = [
+            (
                 "a",
                 "bash",
                 json!({"command": "sed -i 's/np\\.Inf/np.inf/g' ./pvlib/singlediode.py"}),
+                "<returncode>0</returncode>\n<output>\n</output>",
             ),
-            result("a", "<returncode>0</returncode>\n<output>\n</output>"),
-            call(
+            (
                 "b",
                 "bash",
                 json!({"command": "sed -i 's/\\n\\n\\2/s/e' src/def.py && echo done >> /dev/null"}),
+                "<returncode>0</returncode>",
             ),
-            result("b", "<returncode>0</returncode>"),
-            call(
+            (
                 "c",
                 "bash",
                 json!({"command": "cat <<EOF > notes/todo.md\nresult = x / def\nEOF\necho hi | tee -a CHANGES.txt 2>&1"}),
+                "<returncode>0</returncode>",
             ),
-            result("c", "<returncode>0</returncode>"),
-            call(
+            (
                 "d",
                 "bash",
                 json!({"command": "git apply <<'PATCH'\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-a\n+b\nPATCH"}),
+                "<returncode>0</returncode>",
             ),
-            result("d", "<returncode>0</returncode>"),
-            call(
+            (
                 "e",
                 "bash",
                 json!({"command": "python3 - <<'PY'\nimport re\nsrc = open('pkg/mod.py').read()\nwith open('pkg/mod.py', 'w') as fh:\n    fh.write(re.sub(r'/e', '/def', src))\nPY"}),
+                "<returncode>0</returncode>",
             ),
-            result("e", "<returncode>0</returncode>"),
-            call(
+            (
                 "f",
                 "str_replace_editor",
                 json!({"command": "view", "path": "src/view_only.py"}),
+                "Here's the result of running `cat -n`",
             ),
-            result("f", "Here's the result of running `cat -n`"),
-            call(
+            (
                 "g",
                 "str_replace_editor",
                 json!({"command": "create", "path": "/repo/tests/test_new.py", "file_text": "def test(): pass"}),
+                "File created successfully at: /repo/tests/test_new.py",
             ),
-            result("g", "File created successfully at: /repo/tests/test_new.py"),
-            call(
+            (
                 "h",
                 "str_replace_editor",
                 json!({"command": "create", "path": "/repo/exists.py", "file_text": "x"}),
-            ),
-            result(
-                "h",
                 "ERROR:\nInvalid `path` parameter: /repo/exists.py. File already exists at: /repo/exists.py.",
             ),
-            call(
+            (
                 "i",
                 "write_file",
                 json!({"file_path": "docs/notes.txt", "content": "/def /e"}),
+                "ok",
             ),
-            result("i", "ok"),
-        ];
+        ]
+        .into_iter()
+        .flat_map(|(id, name, args, text)| [call(id, name, args), result(id, text)])
+        .collect();
         let out = ledger(&msgs, Task::None);
         assert_eq!(
             section(&out, "Files created or edited"),
@@ -2096,6 +2066,29 @@ mod tests {
         for secret in ["SECRET", "zzz", "hidden musing"] {
             assert!(!out.contains(secret), "{out}");
         }
+    }
+
+    /// Every tool the provider runs is an action, MCP connector tools as much as web search.
+    #[test]
+    fn server_and_mcp_tool_calls_are_actions() {
+        let msgs = vec![
+            json!({"role": "user", "content": "Find the open issues about caching"}),
+            json!({"role": "assistant", "content": [
+                {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "list_issues",
+                 "server_name": "github", "input": {"query": "caching"}},
+                {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": false,
+                 "content": [{"type": "text", "text": "#12 cache misses"}]},
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+                 "input": {"query": "cache stampede"}},
+                {"type": "text", "text": "Issue #12 is the one."}
+            ]}),
+        ];
+        let out = ledger(&msgs, Task::InRange(0));
+        assert_eq!(
+            section(&out, "Actions"),
+            ["list_issues(caching)", "web_search(cache stampede)"],
+            "{out}"
+        );
     }
 
     /// mini-swe-agent and SWE-agent without tools: the command is the message's last fenced

@@ -1160,31 +1160,17 @@ mod tests {
         assert_eq!(read(&file("a", long.as_bytes()), 1 << 20).unwrap(), long);
         assert_eq!(read(&file("b", b"\xEF\xBB\xBFhi"), 1 << 20).unwrap(), "hi");
         assert_eq!(read(&file("c", b""), 1 << 20).unwrap(), "");
-        assert!(
-            read(&file("d", b"12345"), 4)
-                .unwrap_err()
-                .contains("4 bytes input limit")
-        );
-        assert!(
-            read(&file("e", b"ab\0cd"), 1 << 20)
-                .unwrap_err()
-                .contains("NUL byte at byte 2")
-        );
-        assert!(
-            read(&file("f", b"ab\xffcd"), 1 << 20)
-                .unwrap_err()
-                .contains("not UTF-8")
-        );
-        assert!(
-            read(&file("g", b"ab\xc3"), 1 << 20)
-                .unwrap_err()
-                .contains("not UTF-8")
-        );
-        assert!(
-            read(&file("h", b"\xFF\xFEh\0i\0"), 1 << 20)
-                .unwrap_err()
-                .contains("iconv -f UTF-16")
-        );
+        let refused: [(&str, &[u8], u64, &str); 5] = [
+            ("d", b"12345", 4, "4 bytes input limit"),
+            ("e", b"ab\0cd", 1 << 20, "NUL byte at byte 2"),
+            ("f", b"ab\xffcd", 1 << 20, "not UTF-8"),
+            ("g", b"ab\xc3", 1 << 20, "not UTF-8"),
+            ("h", b"\xFF\xFEh\0i\0", 1 << 20, "iconv -f UTF-16"),
+        ];
+        for (name, bytes, limit, why) in refused {
+            let err = read(&file(name, bytes), limit).unwrap_err();
+            assert!(err.contains(why), "{name}: {err}");
+        }
         assert!(
             read(&dir.join("missing"), 1 << 20)
                 .unwrap_err()

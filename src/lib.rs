@@ -43,10 +43,11 @@
 //! # Layers
 //!
 //! A document goes JSON → [`Document`] (the internal `document` module recognises its shape and
-//! dialect) → the conversation model (messages grouped into units, turns, the task and pins:
-//! `conversation`) → an operation (`cmd::{check, prune, truncate, summarize, fit}`: for now the
-//! operations share the files of their commands) → JSON. Counting (`counter`, `settings`,
-//! `models`, `tokenizer`, `image`) works out what the API bills. The operations' helpers: `clip`
+//! dialect; `dialect` alone knows each message format, one module per API) → the conversation
+//! model (messages grouped into units, turns, the task and pins: `conversation`) → an operation
+//! (`cmd::{check, prune, truncate, summarize, fit}`: for now the operations share the files of
+//! their commands) → JSON. Counting (`counter`, `settings`, `models`, `tokenizer`, `image`)
+//! works out what the API bills. The operations' helpers: `clip`
 //! (middle-out cuts, placeholders), `args` (tool-call arguments), `excerpt` and `signals` (what a
 //! tool output shows), `extractive` and `shell` (the offline summary ledger), `llm` (the
 //! summarizer's HTTP client). These modules are private: the API above is the way in, and the
@@ -102,6 +103,7 @@ mod args;
 mod clip;
 mod conversation;
 mod counter;
+mod dialect;
 mod document;
 mod excerpt;
 mod extractive;

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use serde_json::Value;
 
-use crate::document::Field;
+use crate::dialect::{Field, Piece, Role, calls, pieces};
 
 /// What a message (or a unit, all its messages together) shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,37 +43,25 @@ impl Signals {
     /// messages).
     pub fn of_message(m: &Value) -> Signals {
         let mut s = Signals::default();
-        match m.field("role").and_then(Value::as_str) {
-            Some("assistant") => {
-                if let Some(calls) = m.field("tool_calls").and_then(Value::as_array) {
-                    for c in calls {
-                        if let Some(f) = c.field("function") {
-                            s.call(f.field("name"), f.field("arguments"));
-                        }
-                    }
-                }
-                if let Some(f) = m.field("function_call") {
-                    s.call(f.field("name"), f.field("arguments"));
+        match Role::parse(m.field("role")) {
+            Role::Assistant => {
+                // The calls the client runs: a server tool's work is not the agent's.
+                for c in calls(m).into_iter().filter(|c| !c.server) {
+                    s.call(c.name, c.args);
                 }
                 match m.field("content") {
                     Some(Value::String(t)) => s.code_blocks(t),
                     Some(Value::Array(parts)) => {
-                        for p in parts {
-                            match p.field("type").and_then(Value::as_str) {
-                                Some("tool_use") => s.call(p.field("name"), p.field("input")),
-                                Some("text") => {
-                                    if let Some(t) = p.field("text").and_then(Value::as_str) {
-                                        s.code_blocks(t)
-                                    }
-                                }
-                                _ => {}
+                        for (_, piece) in pieces(parts) {
+                            if let Piece::Text(t) = piece {
+                                s.code_blocks(t)
                             }
                         }
                     }
                     _ => {}
                 }
             }
-            Some("tool" | "function" | "user") => s.observed(m.field("content")),
+            Role::Tool | Role::Function | Role::User => s.observed(m.field("content")),
             _ => {}
         }
         s
@@ -81,7 +69,7 @@ impl Signals {
 
     /// A tool call: its name and its arguments (a JSON string for OpenAI, an object for
     /// Anthropic).
-    fn call(&mut self, name: Option<&Value>, args: Option<&Value>) {
+    fn call(&mut self, name: Option<&str>, args: Option<&Value>) {
         let parsed;
         let args = match args {
             Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
@@ -93,7 +81,7 @@ impl Signals {
             },
             other => other,
         };
-        if let Some(name) = name.and_then(Value::as_str) {
+        if let Some(name) = name {
             if edit_tool(name, args) {
                 self.edit = true;
             }
@@ -122,18 +110,16 @@ impl Signals {
         match content {
             Some(Value::String(t)) => self.output(t),
             Some(Value::Array(parts)) => {
-                for p in parts {
-                    match p.field("type").and_then(Value::as_str) {
-                        Some("text") => {
-                            if let Some(t) = p.field("text").and_then(Value::as_str) {
-                                self.output(t)
-                            }
-                        }
-                        Some("tool_result") => {
-                            if p.field("is_error").and_then(Value::as_bool) == Some(true) {
+                for (_, piece) in pieces(parts) {
+                    match piece {
+                        Piece::Text(t) => self.output(t),
+                        Piece::Result {
+                            content, is_error, ..
+                        } => {
+                            if is_error {
                                 self.error = true;
                             }
-                            self.observed(p.field("content"));
+                            self.observed(content);
                         }
                         _ => {}
                     }

@@ -2,9 +2,10 @@
 //!
 //! Reports errors (what the provider would reject: orphan results, unanswered calls, duplicate
 //! ids in one exchange, results without ids, bad `arguments`, missing roles, tool calls or
-//! results written in the other dialect) and warnings (what is legal but unusual: unknown roles
-//! and part types, ids reused by a later exchange, other structure of the other dialect). It uses
-//! the same positional pairing as every other command ([`crate::conversation`]).
+//! results written in another dialect) and warnings (what is legal but unusual: unknown roles
+//! and part types, ids reused by a later exchange, other structure of another dialect). It uses
+//! the same positional pairing as every other command ([`crate::conversation`]); what only one
+//! dialect knows (its roles, part types, call shapes) its module says ([`crate::dialect`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,8 +17,9 @@ use serde_json::json;
 
 #[cfg(feature = "cli")]
 use super::{Env, InputArgs, Outcome, OutputArgs};
-use crate::conversation::{Conversation, Role, UnitKind};
-use crate::document::{Dialect, Document, kind, missing_role_hint};
+use crate::conversation::{CallRef, Conversation, Role, UnitKind};
+use crate::dialect::{Kind, Problem, find_part, kind, pointer};
+use crate::document::{Document, missing_role_hint};
 #[cfg(feature = "cli")]
 use crate::input::Origin;
 #[cfg(feature = "cli")]
@@ -122,309 +124,249 @@ impl<'a> Runner<'a> {
     }
 }
 
-const OPENAI_ROLES: &[&str] = &[
-    "system",
-    "developer",
-    "user",
-    "assistant",
-    "tool",
-    "function",
-];
-const OPENAI_PARTS: &[&str] = &["text", "image_url", "input_audio", "file", "refusal"];
-const ANTHROPIC_BLOCKS: &[&str] = &[
-    "text",
-    "image",
-    "document",
-    "search_result",
-    "tool_use",
-    "tool_result",
-    "thinking",
-    "redacted_thinking",
-    "server_tool_use",
-    "mcp_tool_use",
-    "mcp_tool_result",
-    "container_upload",
-];
-
-/// Every finding for a document, in message order.
+/// Every finding for a document, in message order (within a message, errors first, then in
+/// the order the checks below run).
 pub fn check(doc: &Document) -> Vec<Finding> {
     let convo = Conversation::new(doc.messages(), doc.dialect);
-    let msgs = doc.messages();
     let mut out = Vec::new();
-    let at = |i: usize, rel: &str| format!("{}{rel}", doc.message_path(i));
-    let last = msgs.len().saturating_sub(1);
-    let mut first_use: HashMap<String, usize> = HashMap::new();
-    if let Some((index, path, is_tool)) = doc.foreign_marker() {
-        let (read_as, other) = (doc.dialect.title(), doc.dialect.other().title());
-        out.push(Finding {
-            // Tool calls and results in the other dialect cannot be paired (and no API accepts
-            // them); other structure of the other dialect is only unusual.
-            severity: if is_tool {
-                Severity::Error
-            } else {
-                Severity::Warning
-            },
-            code: "mixed-dialect",
-            index,
-            path: path.to_string(),
-            message: format!(
-                "{other} {} in a document read as {read_as}; no API accepts both",
-                if is_tool {
-                    "tool calls or results"
-                } else {
-                    "structure"
-                }
-            ),
-        });
-    }
+    mixed_dialect(doc, &mut out);
+    roles(doc, &convo, &mut out);
+    contents(doc, &mut out);
+    calls(doc, &mut out);
+    call_ids(doc, &convo, &mut out);
+    results(doc, &convo, &mut out);
+    unanswered_calls(doc, &convo, &mut out);
+    out.sort_by_key(|f| (f.index, f.severity));
+    out
+}
 
-    for (i, (m, info)) in msgs.iter().zip(&convo.messages).enumerate() {
-        let mut push = |severity, code, rel: &str, message: String| {
-            out.push(Finding {
-                severity,
-                code,
-                index: Some(i),
-                path: at(i, rel),
-                message,
-            });
-        };
-        // Roles.
-        match &info.role {
-            Role::Missing => push(
-                Severity::Error,
+/// The finding for `problem`, found in message `i` at `base` (a pointer in the message).
+fn found(doc: &Document, i: usize, base: &str, problem: Problem) -> Finding {
+    Finding {
+        severity: if problem.error {
+            Severity::Error
+        } else {
+            Severity::Warning
+        },
+        code: problem.code,
+        index: Some(i),
+        path: format!(
+            "{}{}",
+            doc.message_path(i),
+            pointer::to_path(&format!("{base}{}", problem.at))
+        ),
+        message: problem.message,
+    }
+}
+
+fn error(code: &'static str, at: &str, message: String) -> Problem {
+    Problem {
+        error: true,
+        code,
+        at: at.to_string(),
+        message,
+    }
+}
+
+fn warning(code: &'static str, at: &str, message: String) -> Problem {
+    Problem {
+        error: false,
+        ..error(code, at, message)
+    }
+}
+
+/// Another dialect's structure: its tool calls and results cannot be paired (and no API accepts
+/// them), an error; other structure is only unusual.
+fn mixed_dialect(doc: &Document, out: &mut Vec<Finding>) {
+    let Some(foreign) = doc.foreign_marker() else {
+        return;
+    };
+    out.push(Finding {
+        severity: if foreign.tool {
+            Severity::Error
+        } else {
+            Severity::Warning
+        },
+        code: "mixed-dialect",
+        index: foreign.marker.message(),
+        path: pointer::to_path(&foreign.marker.at),
+        message: format!(
+            "{} {} in a document read as {}; no API accepts both",
+            foreign.dialect.title(),
+            if foreign.tool {
+                "tool calls or results"
+            } else {
+                "structure"
+            },
+            doc.dialect.title()
+        ),
+    });
+}
+
+/// Missing and unknown roles, and roles the dialect does not take in its messages.
+fn roles(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
+    for (i, (m, info)) in doc.messages().iter().zip(&convo.messages).enumerate() {
+        let problem = match &info.role {
+            Role::Missing => Some(error(
                 "missing-role",
                 "",
                 match m.get("role") {
                     None => format!("message has no `role`{}", missing_role_hint(m)),
                     Some(r) => format!("role must be a string, found {}", kind(r)),
                 },
-            ),
-            Role::Other(r) => push(
-                Severity::Warning,
+            )),
+            Role::Other(r) => Some(warning(
                 "unknown-role",
-                ".role",
+                "/role",
                 format!("unknown role '{r}'"),
-            ),
-            r if doc.dialect == Dialect::Anthropic
-                && !matches!(r, Role::User | Role::Assistant) =>
-            {
-                if r.is_system() {
-                    push(
-                        Severity::Warning,
-                        "system-in-messages",
-                        ".role",
-                        format!(
-                            "role '{}' inside messages (Anthropic takes `system` at the top level)",
-                            r.name()
-                        ),
-                    )
-                } else {
-                    push(
-                        Severity::Warning,
-                        "unknown-role",
-                        ".role",
-                        format!("role '{}' in an Anthropic conversation", r.name()),
-                    )
-                }
-            }
-            r if doc.dialect == Dialect::Openai && !OPENAI_ROLES.contains(&r.name()) => push(
-                Severity::Warning,
-                "unknown-role",
-                ".role",
-                format!("unknown role '{}'", r.name()),
-            ),
-            _ => {}
-        }
-        // Content and parts.
+            )),
+            r => doc.dialect.role_problem(r),
+        };
+        out.extend(problem.map(|p| found(doc, i, "", p)));
+    }
+}
+
+/// Content that is not a string, null or parts; parts without a type, of a type the dialect
+/// does not take, or malformed for their type.
+fn contents(doc: &Document, out: &mut Vec<Finding>) {
+    for (i, m) in doc.messages().iter().enumerate() {
         match m.get("content") {
             None | Some(Value::Null) | Some(Value::String(_)) => {}
             Some(Value::Array(parts)) => {
                 for (k, p) in parts.iter().enumerate() {
-                    let rel = format!(".content[{k}]");
-                    let Some(ty) = p.get("type").and_then(Value::as_str) else {
-                        push(
-                            Severity::Error,
-                            "part-without-type",
-                            &rel,
-                            "content part has no type".into(),
-                        );
-                        continue;
-                    };
-                    let known = match doc.dialect {
-                        Dialect::Openai => OPENAI_PARTS.contains(&ty),
-                        Dialect::Anthropic => {
-                            ANTHROPIC_BLOCKS.contains(&ty) || ty.ends_with("_tool_result")
-                        }
-                    };
-                    if !known {
-                        push(
-                            Severity::Warning,
-                            "unknown-part-type",
-                            &rel,
-                            format!(
-                                "unknown content part type '{ty}' (kept and counted by its text)"
-                            ),
-                        );
-                    }
-                    if ty == "input_audio" && !Settings::accepts_audio(doc.body_model()) {
-                        push(
-                            Severity::Warning,
-                            "audio-part",
-                            &rel,
-                            "input_audio parts are accepted only by audio models (gpt-4o-audio-preview, gpt-audio, ...)".into(),
-                        );
-                    }
-                    if ty == "image_url" {
-                        let url = p
-                            .get("image_url")
-                            .and_then(|u| u.get("url").or(Some(u)))
-                            .and_then(Value::as_str)
-                            .unwrap_or("");
-                        if !(url.starts_with("http://")
-                            || url.starts_with("https://")
-                            || url.starts_with("data:"))
-                        {
-                            push(
-                                Severity::Warning,
-                                "image-url",
-                                &format!("{rel}.image_url.url"),
-                                "image url is neither http(s) nor a data: URL".into(),
-                            );
-                        }
-                    }
-                    if ty == "tool_use" {
-                        match p.get("input") {
-                            Some(Value::Object(_)) => {}
-                            other => push(
-                                Severity::Error,
-                                "invalid-arguments",
-                                &format!("{rel}.input"),
-                                format!(
-                                    "tool_use input must be a JSON object, found {}",
-                                    other.map_or("nothing", kind)
-                                ),
-                            ),
-                        }
-                    }
+                    let base = format!("/content/{k}");
+                    out.extend(
+                        part_problems(doc, p)
+                            .into_iter()
+                            .map(|problem| found(doc, i, &base, problem)),
+                    );
                 }
             }
-            Some(other) => push(
-                Severity::Error,
-                "invalid-content",
-                ".content",
-                format!(
-                    "content must be a string, null or an array of parts, found {}",
-                    kind(other)
+            Some(other) => out.push(found(
+                doc,
+                i,
+                "",
+                error(
+                    "invalid-content",
+                    "/content",
+                    format!(
+                        "content must be a string, null or an array of parts, found {}",
+                        kind(other)
+                    ),
                 ),
-            ),
+            )),
         }
-        // Calls: ids and arguments.
-        if doc.dialect == Dialect::Openai {
-            if let Some(tc) = m.get("tool_calls").filter(|v| !v.is_null()) {
-                if !tc.is_array() {
-                    push(
-                        Severity::Error,
-                        "invalid-tool-calls",
-                        ".tool_calls",
-                        format!("tool_calls must be an array, found {}", kind(tc)),
-                    );
-                }
-            }
-            for (k, c) in m
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                let rel = format!(".tool_calls[{k}]");
-                if c.get("id").and_then(Value::as_str).is_none() {
-                    push(
-                        Severity::Error,
-                        "missing-call-id",
-                        &rel,
-                        "tool call has no id".into(),
-                    );
-                }
-                let f = c.get("function");
-                if f.and_then(|f| f.get("name"))
-                    .and_then(Value::as_str)
-                    .is_none()
-                {
-                    push(
-                        Severity::Error,
-                        "missing-tool-name",
-                        &format!("{rel}.function.name"),
-                        "tool call has no function name".into(),
-                    );
-                }
-                check_arguments(
-                    f.and_then(|f| f.get("arguments")),
-                    &format!("{rel}.function.arguments"),
-                    &mut push,
-                );
-            }
-            if let Some(fc) = m.get("function_call").filter(|f| f.is_object()) {
-                check_arguments(fc.get("arguments"), ".function_call.arguments", &mut push);
-            }
+    }
+}
+
+/// The problems of one content part.
+fn part_problems(doc: &Document, p: &Value) -> Vec<Problem> {
+    let Some(ty) = p.get("type").and_then(Value::as_str) else {
+        return vec![error(
+            "part-without-type",
+            "",
+            "content part has no type".into(),
+        )];
+    };
+    let mut out = Vec::new();
+    if !doc.dialect.part(ty).is_some_and(|part| part.accepted) {
+        out.push(warning(
+            "unknown-part-type",
+            "",
+            format!("unknown content part type '{ty}' (kept and counted by its text)"),
+        ));
+    }
+    if let Some((owner, part)) = find_part(ty) {
+        if part.kind == Kind::Audio && !Settings::accepts_audio(doc.body_model()) {
+            out.push(warning(
+                "audio-part",
+                "",
+                "input_audio parts are accepted only by audio models (gpt-4o-audio-preview, gpt-audio, ...)".into(),
+            ));
         }
-        // Duplicate ids within one exchange, reuse across exchanges.
+        out.extend(owner.check_part(p, part));
+    }
+    out
+}
+
+/// The dialect's checks of calls written outside the content (ids, names, arguments).
+fn calls(doc: &Document, out: &mut Vec<Finding>) {
+    let mut problems = Vec::new();
+    for (i, m) in doc.messages().iter().enumerate() {
+        doc.dialect.check_calls(m, &mut problems);
+        out.extend(problems.drain(..).map(|p| found(doc, i, "", p)));
+    }
+}
+
+/// Duplicate call ids within one message, and ids reused by a later message.
+fn call_ids(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
+    let mut first_use: HashMap<&str, usize> = HashMap::new();
+    for (i, info) in convo.messages.iter().enumerate() {
         let mut seen: HashSet<&str> = HashSet::new();
         for c in &info.calls {
             let Some(id) = c.id.as_deref() else { continue };
             if !seen.insert(id) {
-                push(
-                    Severity::Error,
-                    "duplicate-call-id",
-                    &c.path,
-                    format!("call id '{id}' is used twice in one message"),
-                );
+                out.push(found(
+                    doc,
+                    i,
+                    "",
+                    error(
+                        "duplicate-call-id",
+                        &c.at,
+                        format!("call id '{id}' is used twice in one message"),
+                    ),
+                ));
             }
             match first_use.get(id) {
-                Some(&first) if first != i => push(
-                    Severity::Warning,
-                    "reused-call-id",
-                    &c.path,
-                    format!("call id '{id}' reused (first used by message {first})"),
-                ),
+                Some(&first) if first != i => out.push(found(
+                    doc,
+                    i,
+                    "",
+                    warning(
+                        "reused-call-id",
+                        &c.at,
+                        format!("call id '{id}' reused (first used by message {first})"),
+                    ),
+                )),
                 Some(_) => {}
                 None => {
-                    first_use.insert(id.to_string(), i);
+                    first_use.insert(id, i);
                 }
             }
         }
-        // Results: ids and pairing.
+    }
+}
+
+/// Results without ids, and results that answer no call of their exchange.
+fn results(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
+    for (i, (m, info)) in doc.messages().iter().zip(&convo.messages).enumerate() {
         let in_exchange = convo.units[info.unit].kind == UnitKind::ToolExchange;
         for r in &info.results {
-            let rel = if r.path.is_empty() {
-                String::new()
-            } else {
-                r.path.clone()
-            };
             if r.id.is_none() && !r.legacy {
-                let what = if doc.dialect == Dialect::Openai {
-                    "tool message without tool_call_id"
-                } else {
-                    "tool_result without tool_use_id"
-                };
                 let hint = if m.get("tool_call_ids").is_some() {
                     " (`tool_call_ids` is not an API field)"
                 } else {
                     ""
                 };
-                push(
-                    Severity::Error,
-                    "missing-result-id",
-                    &rel,
-                    format!("{what}{hint}"),
-                );
+                let what = doc.dialect.result_without_id();
+                out.push(found(
+                    doc,
+                    i,
+                    "",
+                    error("missing-result-id", &r.at, format!("{what}{hint}")),
+                ));
                 if !in_exchange {
-                    push(
-                        Severity::Error,
-                        "orphan-result",
-                        &rel,
-                        "tool result does not follow an assistant message with tool calls".into(),
-                    );
+                    out.push(found(
+                        doc,
+                        i,
+                        "",
+                        error(
+                            "orphan-result",
+                            &r.at,
+                            "tool result does not follow an assistant message with tool calls"
+                                .into(),
+                        ),
+                    ));
                 }
                 continue;
             }
@@ -433,25 +375,28 @@ pub fn check(doc: &Document) -> Vec<Finding> {
                     r.id.as_deref()
                         .map_or("(legacy function)".to_string(), |s| format!("'{s}'"));
                 let why = if in_exchange {
-                    "matches no unanswered call of the preceding assistant message".to_string()
+                    "matches no unanswered call of the preceding assistant message"
                 } else {
-                    "does not follow an assistant message with tool calls".to_string()
+                    "does not follow an assistant message with tool calls"
                 };
-                let rel = if doc.dialect == Dialect::Openai && !r.legacy {
-                    format!("{rel}.tool_call_id")
-                } else {
-                    rel
-                };
-                push(
-                    Severity::Error,
-                    "orphan-result",
-                    &rel,
-                    format!("tool result {id} {why}"),
-                );
+                out.push(found(
+                    doc,
+                    i,
+                    "",
+                    error(
+                        "orphan-result",
+                        &doc.dialect.result_id_at(r),
+                        format!("tool result {id} {why}"),
+                    ),
+                ));
             }
         }
     }
-    // Unanswered calls (except in the final message: a loop in progress).
+}
+
+/// Calls no result answers, except in the final message (a loop in progress).
+fn unanswered_calls(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
+    let last = convo.messages.len().saturating_sub(1);
     for unit in convo
         .units
         .iter()
@@ -461,7 +406,7 @@ pub fn check(doc: &Document) -> Vec<Finding> {
         for m in unit.range() {
             for r in &convo.messages[m].results {
                 if let Some(c) = r.answers {
-                    answered.insert((c.message, c.call));
+                    answered.insert(c);
                 }
             }
         }
@@ -470,65 +415,26 @@ pub fn check(doc: &Document) -> Vec<Finding> {
                 continue;
             }
             for (k, c) in convo.messages[m].calls.iter().enumerate() {
-                if !answered.contains(&(m, k)) {
+                if !answered.contains(&CallRef {
+                    message: m,
+                    call: k,
+                }) {
                     let name = c.name.as_deref().unwrap_or("?");
                     let id =
                         c.id.as_deref()
                             .map_or(String::new(), |id| format!(" '{id}'"));
-                    out.push(Finding {
-                        severity: Severity::Error,
-                        code: "unanswered-call",
-                        index: Some(m),
-                        path: at(m, &c.path),
-                        message: format!("tool call{id} ({name}) is never answered"),
-                    });
+                    out.push(found(
+                        doc,
+                        m,
+                        "",
+                        error(
+                            "unanswered-call",
+                            &c.at,
+                            format!("tool call{id} ({name}) is never answered"),
+                        ),
+                    ));
                 }
             }
         }
-    }
-    out.sort_by_key(|f| (f.index, f.severity));
-    out
-}
-
-/// Errors for `arguments` that are not a JSON string holding a JSON object.
-fn check_arguments(
-    args: Option<&Value>,
-    rel: &str,
-    push: &mut impl FnMut(Severity, &'static str, &str, String),
-) {
-    match args {
-        None => push(
-            Severity::Error,
-            "invalid-arguments",
-            rel,
-            "tool call has no arguments".into(),
-        ),
-        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-            Ok(Value::Object(_)) => {}
-            Ok(Value::String(_)) => push(
-                Severity::Error,
-                "invalid-arguments",
-                rel,
-                "arguments decode to a string, not an object (double-encoded?)".into(),
-            ),
-            Ok(other) => push(
-                Severity::Error,
-                "invalid-arguments",
-                rel,
-                format!("arguments decode to {}, not an object", kind(&other)),
-            ),
-            Err(e) => push(
-                Severity::Error,
-                "invalid-arguments",
-                rel,
-                format!("arguments are not valid JSON: {e}"),
-            ),
-        },
-        Some(other) => push(
-            Severity::Error,
-            "invalid-arguments",
-            rel,
-            format!("arguments must be a JSON string, found {}", kind(other)),
-        ),
     }
 }

@@ -10,7 +10,6 @@
 //! messages are worked out from the counts the caller passes in, so a message is tokenized again
 //! only where that cannot be avoided (a clipped or shortened message, once).
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
 use anyhow::Result;
@@ -25,9 +24,10 @@ use super::runner::{Counted, Rewrite, Rewritten, Shared};
 use super::{CannotFit, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
 use crate::args::{short_form, shorten};
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
-use crate::conversation::{Conversation, PinOptions, Role};
+use crate::conversation::{CallRef, Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
-use crate::document::{Dialect, Document, Field};
+use crate::dialect::{Piece, pieces, pointer, text_of};
+use crate::document::Document;
 use crate::excerpt::{MAX_PLACEHOLDER_TOKENS, placeholder};
 #[cfg(feature = "cli")]
 use crate::input::Origin;
@@ -330,8 +330,8 @@ struct ResultRef {
     /// `/content/2/content` for an Anthropic block).
     pointer: String,
     tool: String,
-    /// The call it answers: (message, pointer to the arguments/input).
-    call_args: Option<(usize, String)>,
+    /// The call it answers.
+    call: Option<CallRef>,
     is_error: bool,
     pinned: bool,
 }
@@ -402,7 +402,7 @@ pub fn prune_with(
         None => {
             let conv = Conversation::new(out.doc.messages(), dialect);
             let pinned = conv.pinned_messages(&opts.pins)?;
-            let results = tool_results(&conv, out.doc.messages(), dialect, &pinned);
+            let results = tool_results(&conv, &pinned);
             Structure {
                 conv,
                 pinned,
@@ -430,7 +430,9 @@ pub fn prune_with(
     let newest_unit = conv.units.len().checked_sub(1);
     let in_newest_unit = |m: usize| newest_unit == Some(conv.messages[m].unit);
     let is_placeholder = |messages: &[Value], r: &ResultRef| {
-        content_text(&messages[r.message], &r.pointer).is_some_and(|t| template.matches(t))
+        pointer::get(&messages[r.message], &r.pointer)
+            .and_then(Value::as_str)
+            .is_some_and(|t| template.matches(t))
     };
 
     // 1. Clear older results, oldest first.
@@ -459,31 +461,27 @@ pub fn prune_with(
         if now.get(&m).copied().unwrap_or(count.messages[m]).total() < bound {
             continue;
         }
-        let whole_message =
-            dialect == Dialect::Openai && r.pointer == "/content" && !now.contains_key(&m);
-        let cost = match at(&messages[m], &r.pointer) {
+        // The message's string `content`, whose tokens counting the document found.
+        let whole_message = r.pointer == "/content" && !now.contains_key(&m);
+        let cost = match pointer::get(&messages[m], &r.pointer) {
             None => continue,
             // A whole tool message: its content's tokens are already known from counting the
             // document, so it is not tokenized a second time.
             Some(Value::String(_)) if whole_message => count.messages[m].text,
             Some(_) => value_cost(
                 counter,
-                at_mut(&mut messages[m], &r.pointer).expect("located"),
+                pointer::get_mut(&mut messages[m], &r.pointer).expect("located"),
             )?,
         };
         if cost == 0 || cost < bound {
             continue; // Clearing cannot save enough.
         }
-        let value = at(&messages[m], &r.pointer).expect("located");
-        let text: Cow<str> = match value {
-            Value::String(s) => Cow::Borrowed(s),
-            other => Cow::Owned(text_of(other)),
-        };
+        let value = pointer::get(&messages[m], &r.pointer).expect("located");
+        let text = text_of(value, None);
         let args = r
-            .call_args
-            .as_ref()
+            .call
             .filter(|_| template.has(Var::Args))
-            .and_then(|(c, p)| at(&messages[*c], p))
+            .and_then(|c| pointer::get(&messages[c.message], &conv.call(c).args))
             .map(short_form)
             .unwrap_or_default();
         let p = placeholder(&template, enc, &r.tool, &args, &text, r.is_error, cost)?;
@@ -497,11 +495,11 @@ pub fn prune_with(
             continue; // Not worth what the output holds beyond its placeholder.
         }
         save(&mut originals, &messages, m);
-        *at_mut(&mut messages[m], &r.pointer).expect("located") = Value::String(p.text);
+        *pointer::get_mut(&mut messages[m], &r.pointer).expect("located") = Value::String(p.text);
         // The message's count is additive over its parts, so its new count follows from the
         // old one and the placeholder's.
         let old = now.get(&m).copied().unwrap_or(count.messages[m]);
-        let text_tokens = if dialect == Dialect::Openai && r.pointer == "/content" {
+        let text_tokens = if r.pointer == "/content" {
             p.tokens
         } else {
             old.text
@@ -516,17 +514,19 @@ pub fn prune_with(
         );
         total -= saving;
         if opts.clear_inputs {
-            if let Some((c, ptr)) = &r.call_args {
-                let empty = match at(&messages[*c], ptr) {
+            if let Some(cref) = r.call {
+                let (c, call) = (&cref.message, conv.call(cref));
+                let ptr = &call.args;
+                let empty = match pointer::get(&messages[*c], ptr) {
                     Some(Value::String(s)) if s != "{}" => Some(Value::String("{}".into())),
                     Some(v) if !v.is_string() && *v != json!({}) => Some(json!({})),
                     _ => None,
                 };
                 if let Some(empty) = empty {
                     save(&mut originals, &messages, *c);
-                    let args = at_mut(&mut messages[*c], ptr).expect("located");
-                    let before = args_cost(counter, dialect, args)?;
-                    let after = args_cost(counter, dialect, &empty)?;
+                    let args = pointer::get_mut(&mut messages[*c], ptr).expect("located");
+                    let before = counter.args(args, call.encoded)?;
+                    let after = counter.args(&empty, call.encoded)?;
                     *args = empty;
                     let old = now.get(c).copied().unwrap_or(count.messages[*c]);
                     now.insert(
@@ -587,13 +587,13 @@ pub fn prune_with(
             if !now.contains_key(&m) && before.content <= max {
                 continue; // Its whole text is within the limit: no need to tokenize it again.
             }
-            if at(&messages[m], &r.pointer).is_none() {
+            if pointer::get(&messages[m], &r.pointer).is_none() {
                 continue;
             }
             let first_change = !originals.contains_key(&m);
             save(&mut originals, &messages, m);
             let mut changed = false;
-            let value = at_mut(&mut messages[m], &r.pointer).expect("located");
+            let value = pointer::get_mut(&mut messages[m], &r.pointer).expect("located");
             match value {
                 Value::String(s) => {
                     if let Some(c) = clip_middle(enc, s, max)? {
@@ -602,8 +602,10 @@ pub fn prune_with(
                     }
                 }
                 Value::Array(blocks) => {
-                    let texts: Vec<usize> = (0..blocks.len())
-                        .filter(|&i| blocks[i].field("text").is_some_and(Value::is_string))
+                    // The text parts share the limit.
+                    let texts: Vec<usize> = pieces(blocks)
+                        .enumerate()
+                        .filter_map(|(i, (_, piece))| matches!(piece, Piece::Text(_)).then_some(i))
                         .collect();
                     let total: usize = texts
                         .iter()
@@ -623,10 +625,8 @@ pub fn prune_with(
                 _ => {}
             }
             if changed {
-                let after = counter.message(&messages[m], &mut Notes::default())?;
-                total = total - before.total() + after.total();
-                now.insert(m, after);
-                out.clipped.push((m, before.total(), after.total()));
+                let (b, a) = recount(counter, &messages[m], m, count, &mut now, &mut total)?;
+                out.clipped.push((m, b, a));
                 reasons.entry(m).or_default().push("clipped");
             } else if first_change {
                 originals.remove(&m);
@@ -637,10 +637,7 @@ pub fn prune_with(
     // 3. Shorten long values in old calls' arguments, oldest first. The calls of the results
     // --keep keeps, the newest unit and pinned messages are left alone.
     if let Some(max) = opts.shorten_args {
-        let protected: HashSet<(usize, &str)> = kept
-            .iter()
-            .filter_map(|r| r.call_args.as_ref().map(|(c, p)| (*c, p.as_str())))
-            .collect();
+        let protected: HashSet<CallRef> = kept.iter().filter_map(|r| r.call).collect();
         for (i, m) in conv.messages.iter().enumerate() {
             if !over(total) {
                 break;
@@ -651,7 +648,7 @@ pub fn prune_with(
             let first_change = !originals.contains_key(&i);
             save(&mut originals, &messages, i);
             let mut changed = false;
-            for call in &m.calls {
+            for (k, call) in m.calls.iter().enumerate() {
                 if call
                     .name
                     .as_ref()
@@ -659,20 +656,19 @@ pub fn prune_with(
                 {
                     continue;
                 }
-                let pointer = args_pointer(dialect, &call.path, call.legacy);
-                if protected.contains(&(i, pointer.as_str())) {
+                if protected.contains(&CallRef {
+                    message: i,
+                    call: k,
+                }) {
                     continue;
                 }
-                if let Some(args) = at_mut(&mut messages[i], &pointer) {
+                if let Some(args) = pointer::get_mut(&mut messages[i], &call.args) {
                     changed |= shorten(args, enc, max)?;
                 }
             }
             if changed {
-                let before = now.get(&i).copied().unwrap_or(count.messages[i]);
-                let after = counter.message(&messages[i], &mut Notes::default())?;
-                total = total - before.total() + after.total();
-                now.insert(i, after);
-                out.shortened.push((i, before.total(), after.total()));
+                let (b, a) = recount(counter, &messages[i], i, count, &mut now, &mut total)?;
+                out.shortened.push((i, b, a));
                 reasons.entry(i).or_default().push("args");
             } else if first_change {
                 originals.remove(&i);
@@ -697,14 +693,11 @@ pub fn prune_with(
                 Thinking::Old => old,
                 Thinking::All => !protected,
             };
-            if drop && has_reasoning(&messages[i], dialect) {
+            if drop && dialect.has_reasoning(&messages[i]) {
                 save(&mut originals, &messages, i);
-                drop_reasoning(&mut messages[i], dialect);
-                debug_assert!(!has_reasoning(&messages[i], dialect));
-                let before = now.get(&i).copied().unwrap_or(count.messages[i]);
-                let after = counter.message(&messages[i], &mut Notes::default())?;
-                total = total - before.total() + after.total();
-                now.insert(i, after);
+                dialect.drop_reasoning(&mut messages[i]);
+                debug_assert!(!dialect.has_reasoning(&messages[i]));
+                recount(counter, &messages[i], i, count, &mut now, &mut total)?;
                 out.thinking.push(i);
                 reasons.entry(i).or_default().push("thinking");
             }
@@ -738,6 +731,23 @@ pub fn prune_with(
     Ok((out, structure))
 }
 
+/// Counts message `m` again after a change: updates its known count in `now` and the
+/// document's `total`, and returns its tokens before and after.
+fn recount(
+    counter: &Counter,
+    message: &Value,
+    m: usize,
+    count: &DocumentCount,
+    now: &mut BTreeMap<usize, MessageTokens>,
+    total: &mut usize,
+) -> Result<(usize, usize)> {
+    let before = now.get(&m).copied().unwrap_or(count.messages[m]);
+    let after = counter.message(message, &mut Notes::default())?;
+    *total = *total - before.total() + after.total();
+    now.insert(m, after);
+    Ok((before.total(), after.total()))
+}
+
 /// The tokens a content value adds to its message (text, blocks, images), as the counter
 /// counts it there. The value is lent to a one-field message for the count and put back.
 fn value_cost(counter: &Counter, v: &mut Value) -> Result<usize> {
@@ -751,158 +761,31 @@ fn value_cost(counter: &Counter, v: &mut Value) -> Result<usize> {
     Ok(counted?.content)
 }
 
-/// The tokens a call's arguments add to its message, as the counter counts them.
-fn args_cost(counter: &Counter, dialect: Dialect, v: &Value) -> Result<usize> {
-    match (dialect, v) {
-        (Dialect::Openai, Value::String(s)) => counter.text(s),
-        (Dialect::Openai, Value::Null) => Ok(0),
-        (_, other) => counter.text(&other.to_string()),
-    }
-}
-
-/// Pointer to a call's arguments (`arguments` or Anthropic's `input`) from its path.
-fn args_pointer(dialect: Dialect, path: &str, legacy: bool) -> String {
-    let base = path_to_pointer(path);
-    match dialect {
-        Dialect::Openai if legacy => format!("{base}/arguments"),
-        Dialect::Openai => format!("{base}/function/arguments"),
-        Dialect::Anthropic => format!("{base}/input"),
-    }
-}
-
-/// Every tool result, in order, with the tool it belongs to and the call it answers.
-fn tool_results(
-    conv: &Conversation,
-    messages: &[Value],
-    dialect: Dialect,
-    pinned: &[bool],
-) -> Vec<ResultRef> {
+/// Every tool result that holds an output, in order, with the tool it belongs to and the call
+/// it answers.
+fn tool_results(conv: &Conversation, pinned: &[bool]) -> Vec<ResultRef> {
     let mut out = Vec::new();
     for (i, m) in conv.messages.iter().enumerate() {
         for r in &m.results {
-            let pointer = if r.path.is_empty() {
-                "/content".to_string()
-            } else {
-                format!("{}/content", path_to_pointer(&r.path))
+            let Some(pointer) = r.content.clone() else {
+                continue; // Nothing to clear.
             };
-            let call = r.answers.map(|c| (c, conv.call(c)));
             let tool = r
                 .name
                 .clone()
-                .or_else(|| call.and_then(|(_, c)| c.name.clone()))
+                .or_else(|| r.answers.and_then(|c| conv.call(c).name.clone()))
                 .unwrap_or_else(|| "unknown".to_string());
-            let call_args =
-                call.map(|(c, call)| (c.message, args_pointer(dialect, &call.path, call.legacy)));
-            if at(&messages[i], &pointer).is_none() && dialect == Dialect::Anthropic {
-                continue; // A tool_result without content: nothing to clear.
-            }
             out.push(ResultRef {
                 message: i,
                 pointer,
                 tool,
-                call_args,
+                call: r.answers,
                 is_error: r.is_error,
                 pinned: pinned[i],
             });
         }
     }
     out
-}
-
-/// `.content[2]` → `/content/2`.
-fn path_to_pointer(path: &str) -> String {
-    let mut pointer = String::with_capacity(path.len());
-    for c in path.chars() {
-        match c {
-            '[' | '.' if pointer.ends_with('/') => {}
-            '[' | '.' => pointer.push('/'),
-            ']' => {}
-            c => pointer.push(c),
-        }
-    }
-    pointer
-}
-
-/// Follows a pointer made by `path_to_pointer`: fixed key names and indices, never escaped, so
-/// unlike `Value::pointer` nothing is allocated on the way.
-fn at<'a>(v: &'a Value, pointer: &str) -> Option<&'a Value> {
-    pointer.split('/').skip(1).try_fold(v, |v, key| match v {
-        Value::Object(map) => map.get(key),
-        Value::Array(items) => items.get(key.parse::<usize>().ok()?),
-        _ => None,
-    })
-}
-
-/// `at`, for changing the value.
-fn at_mut<'a>(v: &'a mut Value, pointer: &str) -> Option<&'a mut Value> {
-    pointer.split('/').skip(1).try_fold(v, |v, key| match v {
-        Value::Object(map) => map.get_mut(key),
-        Value::Array(items) => items.get_mut(key.parse::<usize>().ok()?),
-        _ => None,
-    })
-}
-
-/// The text of a result's content (a string, or the text blocks of a block list).
-fn text_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b.field("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-fn content_text<'a>(m: &'a Value, pointer: &str) -> Option<&'a str> {
-    at(m, pointer).and_then(Value::as_str)
-}
-
-/// Removes reasoning from an assistant message; false when there was none (or removing it
-/// would leave the message empty).
-/// True when `drop_reasoning` would change `m`.
-fn has_reasoning(m: &Value, dialect: Dialect) -> bool {
-    if m.field("reasoning_content").is_some() {
-        return true;
-    }
-    dialect == Dialect::Anthropic
-        && m.field("content")
-            .and_then(Value::as_array)
-            .is_some_and(|blocks| {
-                let is_reasoning = |b: &Value| {
-                    matches!(
-                        b.field("type").and_then(Value::as_str),
-                        Some("thinking" | "redacted_thinking")
-                    )
-                };
-                blocks.iter().any(is_reasoning) && !blocks.iter().all(is_reasoning)
-            })
-}
-
-fn drop_reasoning(m: &mut Value, dialect: Dialect) -> bool {
-    let mut changed = false;
-    if let Some(obj) = m.as_object_mut() {
-        if obj.shift_remove("reasoning_content").is_some() {
-            changed = true;
-        }
-    }
-    if dialect == Dialect::Anthropic {
-        if let Some(Value::Array(blocks)) = m.get_mut("content") {
-            let is_reasoning = |b: &Value| {
-                matches!(
-                    b.field("type").and_then(Value::as_str),
-                    Some("thinking" | "redacted_thinking")
-                )
-            };
-            if blocks.iter().any(is_reasoning) && !blocks.iter().all(is_reasoning) {
-                blocks.retain(|b| !is_reasoning(b));
-                changed = true;
-            }
-        }
-    }
-    changed
 }
 
 /// Runs `prune` over documents.
@@ -998,13 +881,12 @@ impl Rewrite for Runner<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
 
     /// The library's defaults are the command's: the options of no flags are
     /// `Options::default()`, and `prune`'s own flags add nothing to them.
-    #[cfg(feature = "cli")]
     #[test]
     fn options_from_no_flags_are_the_defaults() {
         let args: Args = crate::cmd::parse_flags(&["prune"]);
@@ -1015,12 +897,5 @@ mod tests {
             ..args.options()
         };
         assert_eq!(format!("{all:?}"), defaults);
-    }
-
-    #[test]
-    fn paths_become_pointers() {
-        assert_eq!(path_to_pointer(".content[2]"), "/content/2");
-        assert_eq!(path_to_pointer(".tool_calls[0]"), "/tool_calls/0");
-        assert_eq!(path_to_pointer(".function_call"), "/function_call");
     }
 }

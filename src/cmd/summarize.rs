@@ -25,7 +25,8 @@ use super::{Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, on
 use crate::clip::{clip_middle, thousands};
 use crate::conversation::{Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, Notes};
-use crate::document::{Dialect, Document};
+use crate::dialect::{Dialect, Field, Piece, pieces, text_of, text_only};
+use crate::document::Document;
 use crate::excerpt::excerpt;
 #[cfg(feature = "cli")]
 use crate::input::{ByteSize, Origin, read_flag_file};
@@ -334,20 +335,7 @@ pub fn summary_header(text: &str) -> Option<usize> {
 /// The text of a message shaped like a summary: string content, or content made only of text
 /// parts (joined by line breaks). Anything else (images, tool blocks) is never a summary.
 fn summary_text(m: &Value) -> Option<Cow<'_, str>> {
-    match m.get("content") {
-        Some(Value::String(s)) => Some(Cow::Borrowed(s)),
-        Some(Value::Array(parts)) if !parts.is_empty() => {
-            let texts: Option<Vec<&str>> = parts
-                .iter()
-                .map(|p| match p.get("type").and_then(Value::as_str) {
-                    Some("text") => p.get("text").and_then(Value::as_str),
-                    _ => None,
-                })
-                .collect();
-            texts.map(|t| Cow::Owned(t.join("\n")))
-        }
-        _ => None,
-    }
+    m.field("content").and_then(text_only)
 }
 
 /// The body of a summary: its text after the header line.
@@ -373,10 +361,11 @@ fn find_previous(
     // Whether every message so far is a system message: where a summary takes the user role to
     // keep the conversation opening with a user message (I7).
     let mut only_system = true;
+    let system_role = dialect.system_role().is_some();
     for (i, m) in conv.messages.iter().enumerate() {
         let role_ok = match m.role {
-            Role::System => dialect == Dialect::Openai && role == SummaryRole::System,
-            Role::User => dialect == Dialect::Anthropic || role == SummaryRole::User || only_system,
+            Role::System => system_role && role == SummaryRole::System,
+            Role::User => !system_role || role == SummaryRole::User || only_system,
             _ => false,
         };
         if role_ok && !named[i] && m.calls.is_empty() && m.results.is_empty() {
@@ -1100,30 +1089,25 @@ pub fn summarize(
     // The summary's role: the configured one, never above a running summary's (text that came
     // as a user message is never promoted to system), and user where it opens the conversation
     // in place of a summarized user message (I7).
-    let is_system = |m: &Value| {
-        matches!(
-            m.get("role").and_then(Value::as_str),
-            Some("system" | "developer")
-        )
+    let role_of = |m: &Value| Role::parse(m.field("role"));
+    let user = Role::User.name();
+    let mut role = match (dialect.system_role(), s.summary_role) {
+        (None, _) | (_, SummaryRole::User) => user,
+        (Some(system), SummaryRole::System) => system,
     };
-    let mut role = match (dialect, s.summary_role) {
-        (Dialect::Anthropic, _) | (_, SummaryRole::User) => "user",
-        (Dialect::Openai, SummaryRole::System) => "system",
-    };
-    if previous.is_some_and(|(i, _)| msgs[i].get("role").and_then(Value::as_str) == Some("user")) {
-        role = "user";
+    if previous.is_some_and(|(i, _)| role_of(&msgs[i]) == Role::User) {
+        role = user;
     }
-    if role == "system" && first_role(msgs).as_deref() == Some("user") {
-        let first_kept = (0..n).find(|&i| !removed[i] && !is_system(&msgs[i]));
+    if role != user && first_role(msgs) == Some(Role::User) {
+        let first_kept = (0..n).find(|&i| !removed[i] && !role_of(&msgs[i]).is_system());
         let opens = first_kept.is_none_or(|k| k >= at);
-        let kept_user =
-            first_kept.is_some_and(|k| msgs[k].get("role").and_then(Value::as_str) == Some("user"));
+        let kept_user = first_kept.is_some_and(|k| role_of(&msgs[k]) == Role::User);
         if opens && !kept_user {
-            role = "user";
+            role = user;
         }
     }
     let header = format!("{HEADER_PREFIX}{covered}{HEADER_SUFFIX}");
-    let make = |text: &str| json!({"role": role, "content": format!("{header}\n{text}")});
+    let make = |text: &str| dialect.text_message(role, &format!("{header}\n{text}"));
 
     // The bound: what it replaces, what fit's budget leaves, --max-summary-tokens.
     let replaced = out.plan.range_tokens + previous.map_or(0, |(i, _)| count.messages[i].total());
@@ -1174,10 +1158,10 @@ pub fn summarize(
                     .clone()
             })
             .collect();
-        // The pinned messages before the summary, after an Anthropic body's system prompt.
-        let body_system = (dialect == Dialect::Anthropic)
-            .then(|| out.doc.body().and_then(|b| b.get("system")))
-            .flatten()
+        // The pinned messages before the summary, after a system prompt kept outside them.
+        let body_system = dialect
+            .system_key()
+            .and_then(|k| out.doc.body()?.get(k))
             .map(|sys| json!({"role": "system", "content": sys}));
         let context: Vec<&Value> = body_system
             .iter()
@@ -1391,11 +1375,10 @@ impl Rewrite for Runner<'_> {
 }
 
 /// The role of the first non-system message.
-fn first_role(ms: &[Value]) -> Option<String> {
+fn first_role(ms: &[Value]) -> Option<Role> {
     ms.iter()
-        .map(|m| m.get("role").and_then(Value::as_str).unwrap_or(""))
-        .find(|r| !matches!(*r, "system" | "developer"))
-        .map(str::to_string)
+        .map(|m| Role::parse(m.field("role")))
+        .find(|r| !r.is_system())
 }
 
 /// Whether a server error says the request is longer than the model's context.
@@ -1437,8 +1420,8 @@ fn context_block(context: &[&Value], dialect: Dialect, counter: &Counter) -> Res
 
 /// One message as a transcript line: its role, its text clipped middle-out to `text_limit`
 /// tokens, its tool calls with their arguments shortened ([`call_text`]) and its tool results
-/// shortened to what matters ([`result_text`]), in both dialects. Reasoning (`thinking`,
-/// `redacted_thinking`, `reasoning_content`) and signatures are never sent.
+/// shortened to what matters ([`result_text`]), as `dialect` writes them. Reasoning and
+/// signatures are never sent.
 fn transcript_line(
     m: &Value,
     dialect: Dialect,
@@ -1456,36 +1439,32 @@ fn transcript_line(
     let clip = |t: &str| -> Result<String> {
         Ok(clip_middle(enc, t, text_limit)?.unwrap_or_else(|| t.to_string()))
     };
-    if matches!(role, "tool" | "function") {
-        // An OpenAI tool result: its text (string or text parts) is the output.
-        let text = match m.get("content") {
-            Some(c) => content_text(c),
-            None => String::new(),
-        };
+    if matches!(Role::parse(m.field("role")), Role::Tool | Role::Function) {
+        // A tool message: its text (string or text parts) is the output.
+        let text = m.field("content").map(content_text).unwrap_or_default();
         push(result_text(enc, &text, false)?);
     } else {
-        match m.get("content") {
+        match m.field("content") {
             Some(Value::String(s)) => push(clip(s)?),
             Some(Value::Array(blocks)) => {
-                for b in blocks {
-                    match b.get("type").and_then(Value::as_str) {
-                        Some("text") => {
-                            push(clip(b.get("text").and_then(Value::as_str).unwrap_or(""))?)
-                        }
-                        Some("tool_use") if dialect == Dialect::Anthropic => {
-                            let name = b.get("name").and_then(Value::as_str).unwrap_or("?");
-                            let input = b.get("input").unwrap_or(&Value::Null);
-                            push(call_text(enc, name, input)?);
-                        }
-                        Some("tool_result") => {
-                            let text = b.get("content").map(content_text).unwrap_or_default();
-                            let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+                for (_, piece) in pieces(blocks) {
+                    match piece {
+                        Piece::Text(t) => push(clip(t)?),
+                        Piece::Call(c) if !c.server => push(call_text(
+                            enc,
+                            c.name.unwrap_or("?"),
+                            c.args.unwrap_or(&Value::Null),
+                        )?),
+                        Piece::Result {
+                            content, is_error, ..
+                        } => {
+                            let text = content.map(content_text).unwrap_or_default();
                             push(format!(
                                 "[tool result] {}",
                                 result_text(enc, &text, is_error)?
                             ));
                         }
-                        Some("image" | "image_url") => push("[image]".to_string()),
+                        Piece::Image => push("[image]".to_string()),
                         _ => {}
                     }
                 }
@@ -1493,18 +1472,13 @@ fn transcript_line(
             _ => {}
         }
     }
-    let calls = m
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| c.get("function").unwrap_or(&Value::Null))
-        .chain(m.get("function_call").filter(|f| f.is_object()));
-    for f in calls {
-        let name = f.get("name").and_then(Value::as_str).unwrap_or("?");
-        let args = match f.get("arguments") {
+    let mut calls = Vec::new();
+    dialect.message_calls(m, &mut calls);
+    for c in calls {
+        let name = c.name.unwrap_or("?");
+        let args = match c.args {
             // Arguments are a JSON text; one that does not parse is shown as text.
-            Some(Value::String(a)) => {
+            Some(Value::String(a)) if c.encoded => {
                 serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.clone()))
             }
             Some(other) => other.clone(),
@@ -1518,20 +1492,7 @@ fn transcript_line(
 /// The text of a tool result's content: a string, or its text parts joined by line breaks
 /// (images as `[image]`).
 fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| match p.get("type").and_then(Value::as_str) {
-                Some("text") => p.get("text").and_then(Value::as_str).map(str::to_string),
-                Some("image" | "image_url") => Some("[image]".to_string()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
+    text_of(content, Some("[image]")).into_owned()
 }
 
 /// A tool call as `[called name(arguments)]`: each value of the arguments clipped middle-out to

@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use anyhow::{Result, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
+#[cfg(feature = "cli")]
+use serde_json::json;
 
 #[cfg(feature = "cli")]
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
@@ -24,6 +26,7 @@ use super::{CannotFit, Dropped};
 use crate::clip::clip_middle;
 use crate::conversation::{Conversation, PinOptions, Role, UnitKind};
 use crate::counter::{Counter, DocumentCount, Notes};
+use crate::dialect::pointer;
 use crate::document::{Dialect, Document, Field};
 #[cfg(feature = "cli")]
 use crate::input::Origin;
@@ -583,9 +586,8 @@ pub fn truncate_with(
         let mut texts = Vec::new();
         for u in (0..n).filter(|&u| keep[u] && !pinned[u]) {
             for m in conv.units[u].range() {
-                for (pointer, is_result) in text_locations(&messages[m], dialect) {
-                    let len = messages[m]
-                        .pointer(&pointer)
+                for (pointer, is_result) in dialect.text_locations(&messages[m]) {
+                    let len = pointer::get(&messages[m], &pointer)
                         .and_then(Value::as_str)
                         .map_or(0, str::len);
                     texts.push((is_result, len, m, pointer));
@@ -599,7 +601,8 @@ pub fn truncate_with(
                 if total <= budget {
                     break;
                 }
-                let Some(text) = messages[m].pointer(&pointer).and_then(Value::as_str) else {
+                let Some(text) = pointer::get(&messages[m], &pointer).and_then(Value::as_str)
+                else {
                     break;
                 };
                 let text_tokens = counter.text(text)?;
@@ -617,7 +620,8 @@ pub fn truncate_with(
                     ));
                 }
                 let i = prev.unwrap_or(partial.len() - 1);
-                *messages[m].pointer_mut(&pointer).expect("located above") = Value::String(cut);
+                *pointer::get_mut(&mut messages[m], &pointer).expect("located above") =
+                    Value::String(cut);
                 let after = counter
                     .message(&messages[m], &mut Notes::default())?
                     .total();
@@ -938,17 +942,16 @@ fn hash_value(v: &Value, h: &mut impl Hasher) {
 
 /// Where notes go: (the kept unit a note comes before, or the unit count for the end; messages
 /// removed). A note goes where a run of units was removed, except that a note in the user role
-/// (Anthropic) never comes before the first kept user turn: a later run would take it for the
-/// task. The runs before that turn are counted in the first note after it; when that turn is
+/// (a dialect without a system role in its messages) never comes before the first kept user
+/// turn: a later run would take it for the task. The runs before that turn are counted in the first note after it; when that turn is
 /// the last unit kept, they get no note: a note after the newest unit would be the last message,
 /// the one the model answers.
 fn gaps(conv: &Conversation, keep: &[bool], dialect: Dialect) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut gap = 0;
-    let first_turn = match dialect {
-        Dialect::Anthropic => (0..conv.units.len()).find(|&u| keep[u] && starts_with_user(conv, u)),
-        Dialect::Openai => None,
-    };
+    let first_turn = (dialect.note_role() == Role::User.name())
+        .then(|| (0..conv.units.len()).find(|&u| keep[u] && starts_with_user(conv, u)))
+        .flatten();
     for (u, unit) in conv.units.iter().enumerate() {
         if keep[u] {
             if gap > 0 && first_turn.is_none_or(|t| u > t) {
@@ -976,11 +979,10 @@ pub fn note_text(note: bool, text: Option<&str>) -> Result<Option<String>> {
 
 /// The note message for a gap of `count` messages.
 fn note_message(dialect: Dialect, text: &str, count: usize) -> Value {
-    let role = match dialect {
-        Dialect::Openai => "system",
-        Dialect::Anthropic => "user",
-    };
-    json!({"role": role, "content": text.replace("{count}", &count.to_string())})
+    dialect.text_message(
+        dialect.note_role(),
+        &text.replace("{count}", &count.to_string()),
+    )
 }
 
 /// Recognises notes made from a `--note` text (so `--keep-last` does not count them).
@@ -1019,46 +1021,6 @@ fn is_note(m: &Value, matcher: Option<&NoteText>) -> bool {
         (Some(t), Some(c)) => t.matches(c),
         _ => false,
     }
-}
-
-/// JSON pointers to the texts `--partial` may cut in a message, and whether each is a tool
-/// result. Never tool-call arguments, thinking, signatures or images.
-fn text_locations(m: &Value, dialect: Dialect) -> Vec<(String, bool)> {
-    let role = m.field("role").and_then(Value::as_str).unwrap_or("");
-    let is_result_msg = matches!(role, "tool" | "function");
-    let mut out = Vec::new();
-    match m.field("content") {
-        Some(Value::String(_)) => out.push(("/content".to_string(), is_result_msg)),
-        Some(Value::Array(parts)) => {
-            for (k, p) in parts.iter().enumerate() {
-                match p.field("type").and_then(Value::as_str) {
-                    Some("text") if p.field("text").is_some_and(Value::is_string) => {
-                        out.push((format!("/content/{k}/text"), is_result_msg))
-                    }
-                    Some("tool_result") if dialect == Dialect::Anthropic => {
-                        match p.field("content") {
-                            Some(Value::String(_)) => {
-                                out.push((format!("/content/{k}/content"), true))
-                            }
-                            Some(Value::Array(blocks)) => {
-                                for (j, b) in blocks.iter().enumerate() {
-                                    if b.field("type").and_then(Value::as_str) == Some("text")
-                                        && b.field("text").is_some_and(Value::is_string)
-                                    {
-                                        out.push((format!("/content/{k}/content/{j}/text"), true));
-                                    }
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
-    out
 }
 
 /// Runs `truncate` over documents.
@@ -1126,6 +1088,8 @@ impl Rewrite for Runner<'_> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     /// The library's defaults are the command's: the options of no flags are

@@ -254,12 +254,7 @@ proptest! {
         let mut cleared = Vec::new();
         for (i, m) in conv.messages.iter().enumerate() {
             for r in &m.results {
-                let content = if r.path.is_empty() {
-                    out.messages()[i].get("content").cloned()
-                } else {
-                    let k: usize = r.path.trim_start_matches(".content[").trim_end_matches(']').parse().unwrap();
-                    out.messages()[i]["content"][k].get("content").cloned()
-                };
+                let content = r.content.as_deref().and_then(|p| out.messages()[i].pointer(p)).cloned();
                 let is_placeholder = content.as_ref().and_then(Value::as_str).is_some_and(|t| template.matches(t));
                 if !r.is_error {
                     cleared.push(is_placeholder);

@@ -219,6 +219,13 @@ fn with_repeats(value: Value, dialect: Dialect, repeats: &Repeats) -> Value {
     value
 }
 
+/// The document `value` and a budget of `share` of its tokens.
+fn with_share(value: Value, dialect: Dialect, share: f64) -> (Document, u64) {
+    let doc = parse(value, dialect);
+    let budget = ((tokens(&doc) as f64) * share) as u64;
+    (doc, budget)
+}
+
 fn strategy() -> impl proptest::strategy::Strategy<Value = Strategy> {
     prop_oneof![
         Just(Strategy::Oldest),
@@ -245,10 +252,9 @@ proptest! {
         protect in prop_oneof![3 => Just(0usize), 2 => 1usize..4],
         best_effort in proptest::bool::weighted(0.3),
     ) {
-        let doc = parse(with_repeats(value, dialect, &repeats), dialect);
-        let total = tokens(&doc);
+        let (doc, budget) = with_share(with_repeats(value, dialect, &repeats), dialect, share);
         let opts = Options {
-            budget: ((total as f64) * share) as u64,
+            budget,
             keep_last,
             strategy,
             keep_first,
@@ -272,10 +278,9 @@ proptest! {
         share in 0.3f64..1.0,
         protect in 0usize..3,
     ) {
-        let doc = parse(with_repeats(value, dialect, &repeats), dialect);
-        let total = tokens(&doc);
+        let (doc, budget) = with_share(with_repeats(value, dialect, &repeats), dialect, share);
         let opts = Options {
-            budget: ((total as f64) * share) as u64,
+            budget,
             protect_recent_exchanges: protect,
             ..Options::default()
         };
@@ -302,10 +307,9 @@ proptest! {
         share in 0.2f64..1.0,
         protect in 0usize..3,
     ) {
-        let doc = parse(with_repeats(value, dialect, &repeats), dialect);
-        let total = tokens(&doc);
+        let (doc, budget) = with_share(with_repeats(value, dialect, &repeats), dialect, share);
         let opts = Options {
-            budget: ((total as f64) * share) as u64,
+            budget,
             strategy: Strategy::Importance,
             protect_recent_exchanges: protect,
             pins: PinOptions { no_keep_task: true, ..PinOptions::default() },

@@ -463,25 +463,26 @@ fn readme_ci_recipe_tells_errors_from_over_budget() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
+    let error_for = |file: &str| {
+        let prefix = format!("::error file={file}::");
+        lines
+            .iter()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("{stdout}"))
+    };
     let over = lines
         .iter()
         .find_map(|l| l.strip_prefix("::error file=prompts/big.json::"))
         .and_then(|l| l.strip_suffix(" tokens, over the 6000-token budget"))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(over.parse::<u64>().unwrap() > 6000, "{stdout}");
-    let broken = lines
-        .iter()
-        .find(|l| l.starts_with("::error file=prompts/broken.json::"))
-        .unwrap_or_else(|| panic!("{stdout}"));
+    let broken = error_for("prompts/broken.json");
     assert!(
         broken.contains("could not count it (exit 2): ctx: prompts/broken.json"),
         "{broken}"
     );
     if cfg!(unix) {
-        let missing = lines
-            .iter()
-            .find(|l| l.starts_with("::error file=prompts/missing.json::"))
-            .unwrap_or_else(|| panic!("{stdout}"));
+        let missing = error_for("prompts/missing.json");
         assert!(
             missing.contains("could not count it (exit 2): ctx: "),
             "{missing}"

@@ -855,6 +855,16 @@ fn assistant_blocks(blocks: Value) -> Value {
     json!({"role": "assistant", "content": blocks})
 }
 
+/// A question, an assistant message with the one block `call`, and a user message with the
+/// one block `result`.
+fn exchange(call: Value, result: Value) -> Value {
+    json!([
+        user(json!("q")),
+        assistant_blocks(json!([call])),
+        user(json!([result]))
+    ])
+}
+
 #[test]
 fn anthropic_blocks_with_missing_fields() {
     let png = base64(&tiny_png(2, 2));
@@ -868,21 +878,17 @@ fn anthropic_blocks_with_missing_fields() {
         ),
         (
             "tool_use without name or input",
-            json!([
-                user(json!("q")),
-                assistant_blocks(json!([{"type": "tool_use", "id": "t1"}])),
-                user(json!([{"type": "tool_result", "tool_use_id": "t1"}]))
-            ]),
+            exchange(
+                json!({"type": "tool_use", "id": "t1"}),
+                json!({"type": "tool_result", "tool_use_id": "t1"}),
+            ),
         ),
         (
             "tool_use input a string",
-            json!([
-                user(json!("q")),
-                assistant_blocks(
-                    json!([{"type": "tool_use", "id": "t1", "name": "f", "input": "{\"a\":1}"}])
-                ),
-                user(json!([{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]))
-            ]),
+            exchange(
+                json!({"type": "tool_use", "id": "t1", "name": "f", "input": "{\"a\":1}"}),
+                json!({"type": "tool_result", "tool_use_id": "t1", "content": "ok"}),
+            ),
         ),
         (
             "tool_result with image blocks",
@@ -902,26 +908,18 @@ fn anthropic_blocks_with_missing_fields() {
         ),
         (
             "tool_result without id, is_error a string, content a number",
-            json!([
-                user(json!("q")),
-                assistant_blocks(
-                    json!([{"type": "tool_use", "id": "t1", "name": "f", "input": {}}])
-                ),
-                user(json!([{"type": "tool_result", "is_error": "yes", "content": 5}]))
-            ]),
+            exchange(
+                json!({"type": "tool_use", "id": "t1", "name": "f", "input": {}}),
+                json!({"type": "tool_result", "is_error": "yes", "content": 5}),
+            ),
         ),
         (
             "tool_result nested in tool_result",
-            json!([
-                user(json!("q")),
-                assistant_blocks(
-                    json!([{"type": "tool_use", "id": "t1", "name": "f", "input": {}}])
-                ),
-                user(
-                    json!([{"type": "tool_result", "tool_use_id": "t1", "content": [
-                    {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "tool_result"}]}]}])
-                )
-            ]),
+            exchange(
+                json!({"type": "tool_use", "id": "t1", "name": "f", "input": {}}),
+                json!({"type": "tool_result", "tool_use_id": "t1", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "tool_result"}]}]}),
+            ),
         ),
         (
             "image with source.type url",
