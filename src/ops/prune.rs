@@ -20,9 +20,11 @@ use crate::args::{short_form, shorten};
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
 use crate::conversation::{CallRef, Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
+use crate::dialect::Dialect;
 use crate::dialect::{Piece, pieces, pointer, text_of};
 use crate::document::Document;
 use crate::excerpt::{MAX_PLACEHOLDER_TOKENS, placeholder};
+use crate::tokenizer::Encoding;
 
 /// The default `--min-saving`: a result is cleared only when that saves at least this many
 /// tokens, counted against the placeholder's bound (80 tokens): a result under 280 tokens (a
@@ -229,9 +231,7 @@ pub fn prune_with(
         out.triggered = false;
         return Ok((out, structure));
     }
-    let template = Template::parse(&opts.placeholder);
     let dialect = out.doc.dialect;
-    let enc = counter.settings.encoding;
     let Structure {
         conv,
         pinned,
@@ -249,29 +249,23 @@ pub fn prune_with(
             }
         }
     };
-    let mut messages = std::mem::take(out.doc.messages_mut());
-    let mut reasons: BTreeMap<usize, Vec<&'static str>> = BTreeMap::new();
-    // Every changed message, with its original before the first change when it is needed
-    // (for --dropped, or to undo step 1): copied only when a message is about to change.
-    let copy = opts.keep_originals || opts.clear_at_least.is_some();
-    let mut originals: BTreeMap<usize, Option<Value>> = BTreeMap::new();
-    let save = |originals: &mut BTreeMap<usize, Option<Value>>, messages: &[Value], m: usize| {
-        originals
-            .entry(m)
-            .or_insert_with(|| copy.then(|| messages[m].clone()));
-    };
-    // The count of every changed message as it is now, and the document's total: kept exact at
-    // every step (so a budget stops each step at the right place) without tokenizing whole
-    // messages again where the change is known.
-    let mut now: BTreeMap<usize, MessageTokens> = BTreeMap::new();
-    let mut total = tokens_before;
-    let over = |total: usize| opts.budget.is_none_or(|b| total as u64 > b);
-    let newest_unit = conv.units.len().checked_sub(1);
-    let in_newest_unit = |m: usize| newest_unit == Some(conv.messages[m].unit);
-    let is_placeholder = |messages: &[Value], r: &ResultRef| {
-        pointer::get(&messages[r.message], &r.pointer)
-            .and_then(Value::as_str)
-            .is_some_and(|t| template.matches(t))
+    let mut pass = Pass {
+        counter,
+        count,
+        opts,
+        conv: &conv,
+        pinned: &pinned,
+        template: Template::parse(&opts.placeholder),
+        enc: counter.settings.encoding,
+        dialect,
+        // Every changed message, with its original before the first change when it is needed
+        // (for --dropped, or to undo step 1): copied only when a message is about to change.
+        copy: opts.keep_originals || opts.clear_at_least.is_some(),
+        messages: std::mem::take(out.doc.messages_mut()),
+        reasons: BTreeMap::new(),
+        originals: BTreeMap::new(),
+        now: BTreeMap::new(),
+        total: tokens_before,
     };
 
     // 1. Clear older results, oldest first.
@@ -279,16 +273,130 @@ pub fn prune_with(
         .iter()
         .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
         .filter(|r| opts.include_errors || !r.is_error)
-        .filter(|r| !is_placeholder(&messages, r))
+        .filter(|r| !pass.is_placeholder(r))
         .collect();
     let (to_clear, kept) = eligible.split_at(eligible.len().saturating_sub(opts.keep));
-    for r in to_clear {
-        if !over(total) {
-            break;
+    pass.clear(to_clear, &mut out)?;
+    // 2. Clip results over --max-tool-tokens, kept ones included, oldest first.
+    if let Some(max) = opts.max_tool_tokens {
+        pass.clip(&results, max, &mut out)?;
+    }
+    // 3. Shorten long values in old calls' arguments, oldest first. The calls of the results
+    // --keep keeps, the newest unit and pinned messages are left alone.
+    if let Some(max) = opts.shorten_args {
+        let protected: HashSet<CallRef> = kept.iter().filter_map(|r| r.call).collect();
+        pass.shorten_args(&protected, max, &mut out)?;
+    }
+    // 4. Drop reasoning from older (or all) assistant turns, never from an unfinished loop.
+    if opts.thinking != Thinking::Keep {
+        pass.drop_thinking(&mut out)?;
+    }
+    pass.report(&mut out);
+    let structure = out.thinking.is_empty().then_some(Structure {
+        conv,
+        pinned,
+        results,
+    });
+    Ok((out, structure))
+}
+
+/// One run of prune over a document's messages: what its steps read, and the state they share,
+/// kept exact at every step so a budget stops each step at the right place.
+struct Pass<'a> {
+    counter: &'a Counter<'a>,
+    count: &'a DocumentCount,
+    opts: &'a Options,
+    conv: &'a Conversation,
+    pinned: &'a [bool],
+    template: Template,
+    enc: Encoding,
+    dialect: Dialect,
+    /// Whether a changed message's original is kept (`--dropped`, `--clear-at-least`).
+    copy: bool,
+    messages: Vec<Value>,
+    /// Why each changed message changed.
+    reasons: BTreeMap<usize, Vec<&'static str>>,
+    /// Every changed message, with its original before the first change when it is needed.
+    originals: BTreeMap<usize, Option<Value>>,
+    /// The count of every changed message as it is now: worked out without tokenizing whole
+    /// messages again where the change is known.
+    now: BTreeMap<usize, MessageTokens>,
+    /// The document's total as it is now.
+    total: usize,
+}
+
+impl Pass<'_> {
+    /// Notes that message `m` is about to change (copying its original when needed).
+    fn save(&mut self, m: usize) {
+        let copy = self.copy;
+        let messages = &self.messages;
+        self.originals
+            .entry(m)
+            .or_insert_with(|| copy.then(|| messages[m].clone()));
+    }
+
+    /// Whether the document is still over its budget (always, without one).
+    fn over(&self) -> bool {
+        self.opts.budget.is_none_or(|b| self.total as u64 > b)
+    }
+
+    fn in_newest_unit(&self, m: usize) -> bool {
+        self.conv.units.len().checked_sub(1) == Some(self.conv.messages[m].unit)
+    }
+
+    fn is_placeholder(&self, r: &ResultRef) -> bool {
+        pointer::get(&self.messages[r.message], &r.pointer)
+            .and_then(Value::as_str)
+            .is_some_and(|t| self.template.matches(t))
+    }
+
+    /// Message `m`'s count as it is now.
+    fn known(&self, m: usize) -> MessageTokens {
+        self.now.get(&m).copied().unwrap_or(self.count.messages[m])
+    }
+
+    /// Step 1: clears `to_clear` oldest first while over budget, then undoes it all when it
+    /// saved less than `--clear-at-least`.
+    fn clear(&mut self, to_clear: &[&ResultRef], out: &mut Pruning) -> Result<()> {
+        for r in to_clear {
+            if !self.over() {
+                break;
+            }
+            if self.opts.protect_newest_unit && self.in_newest_unit(r.message) {
+                continue;
+            }
+            self.clear_result(r, out)?;
         }
-        if opts.protect_newest_unit && in_newest_unit(r.message) {
-            continue;
+        if !out.cleared.is_empty() {
+            // Every message step 1 changed: the cleared results and the calls whose inputs it
+            // cleared.
+            let saved = out.tokens_before - self.total;
+            if self.opts.clear_at_least.is_some_and(|min| saved < min) {
+                // Not worth it: every message goes back to what it was.
+                for (&m, original) in &self.originals {
+                    self.messages[m] = original
+                        .clone()
+                        .expect("copied when --clear-at-least is set");
+                }
+                self.originals.clear();
+                self.now.clear();
+                self.total = out.tokens_before;
+                out.cleared.clear();
+                out.cleared_status.clear();
+                out.triggered = false;
+            } else {
+                for &m in self.originals.keys() {
+                    self.reasons.entry(m).or_default().push("cleared");
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// Replaces result `r` by its placeholder when that saves enough (and with
+    /// `--clear-inputs`, its call's arguments by `{}`).
+    fn clear_result(&mut self, r: &ResultRef, out: &mut Pruning) -> Result<()> {
+        let (counter, count, opts) = (self.counter, self.count, self.opts);
         let m = r.message;
         // The saving is measured against the placeholder's bound, not against how this
         // output's lines happen to render: the decision then only grows with the result's size,
@@ -297,33 +405,41 @@ pub fn prune_with(
         let bound = opts.min_saving.saturating_add(MAX_PLACEHOLDER_TOKENS);
         // A result is part of its message: when the whole message is under the bound (its count
         // is known), the result is not tokenized to find out.
-        if now.get(&m).copied().unwrap_or(count.messages[m]).total() < bound {
-            continue;
+        if self.known(m).total() < bound {
+            return Ok(());
         }
         // The message's string `content`, whose tokens counting the document found.
-        let whole_message = r.pointer == "/content" && !now.contains_key(&m);
-        let cost = match pointer::get(&messages[m], &r.pointer) {
-            None => continue,
+        let whole_message = r.pointer == "/content" && !self.now.contains_key(&m);
+        let cost = match pointer::get(&self.messages[m], &r.pointer) {
+            None => return Ok(()),
             // A whole tool message: its content's tokens are already known from counting the
             // document, so it is not tokenized a second time.
             Some(Value::String(_)) if whole_message => count.messages[m].text,
             Some(_) => value_cost(
                 counter,
-                pointer::get_mut(&mut messages[m], &r.pointer).expect("located"),
+                pointer::get_mut(&mut self.messages[m], &r.pointer).expect("located"),
             )?,
         };
         if cost == 0 || cost < bound {
-            continue; // Clearing cannot save enough.
+            return Ok(()); // Clearing cannot save enough.
         }
-        let value = pointer::get(&messages[m], &r.pointer).expect("located");
+        let value = pointer::get(&self.messages[m], &r.pointer).expect("located");
         let text = text_of(value, None);
         let args = r
             .call
-            .filter(|_| template.has(Var::Args))
-            .and_then(|c| pointer::get(&messages[c.message], &conv.call(c).args))
+            .filter(|_| self.template.has(Var::Args))
+            .and_then(|c| pointer::get(&self.messages[c.message], &self.conv.call(c).args))
             .map(short_form)
             .unwrap_or_default();
-        let p = placeholder(&template, enc, &r.tool, &args, &text, r.is_error, cost)?;
+        let p = placeholder(
+            &self.template,
+            self.enc,
+            &r.tool,
+            &args,
+            &text,
+            r.is_error,
+            cost,
+        )?;
         let saving = cost.saturating_sub(p.tokens);
         if saving == 0
             || cost
@@ -331,19 +447,20 @@ pub fn prune_with(
                     .min_saving
                     .saturating_add(p.tokens.max(MAX_PLACEHOLDER_TOKENS))
         {
-            continue; // Not worth what the output holds beyond its placeholder.
+            return Ok(()); // Not worth what the output holds beyond its placeholder.
         }
-        save(&mut originals, &messages, m);
-        *pointer::get_mut(&mut messages[m], &r.pointer).expect("located") = Value::String(p.text);
+        self.save(m);
+        *pointer::get_mut(&mut self.messages[m], &r.pointer).expect("located") =
+            Value::String(p.text);
         // The message's count is additive over its parts, so its new count follows from the
         // old one and the placeholder's.
-        let old = now.get(&m).copied().unwrap_or(count.messages[m]);
+        let old = self.known(m);
         let text_tokens = if r.pointer == "/content" {
             p.tokens
         } else {
             old.text
         };
-        now.insert(
+        self.now.insert(
             m,
             MessageTokens {
                 content: old.content - saving,
@@ -351,88 +468,73 @@ pub fn prune_with(
                 ..old
             },
         );
-        total -= saving;
+        self.total -= saving;
         if opts.clear_inputs {
             if let Some(cref) = r.call {
-                let (c, call) = (&cref.message, conv.call(cref));
-                let ptr = &call.args;
-                let empty = match pointer::get(&messages[*c], ptr) {
-                    Some(Value::String(s)) if s != "{}" => Some(Value::String("{}".into())),
-                    Some(v) if !v.is_string() && *v != json!({}) => Some(json!({})),
-                    _ => None,
-                };
-                if let Some(empty) = empty {
-                    save(&mut originals, &messages, *c);
-                    let args = pointer::get_mut(&mut messages[*c], ptr).expect("located");
-                    let before = counter.args(args, call.encoded)?;
-                    let after = counter.args(&empty, call.encoded)?;
-                    *args = empty;
-                    let old = now.get(c).copied().unwrap_or(count.messages[*c]);
-                    now.insert(
-                        *c,
-                        MessageTokens {
-                            content: old.content + after - before,
-                            ..old
-                        },
-                    );
-                    total = total + after - before;
-                }
+                self.clear_input(cref)?;
             }
         }
         out.cleared.push((m, r.tool.clone(), cost));
         out.cleared_status.push(p.status);
-    }
-    if !out.cleared.is_empty() {
-        // Every message step 1 changed: the cleared results and the calls whose inputs it
-        // cleared.
-        let saved = tokens_before - total;
-        if opts.clear_at_least.is_some_and(|min| saved < min) {
-            // Not worth it: every message goes back to what it was.
-            for (&m, original) in &originals {
-                messages[m] = original
-                    .clone()
-                    .expect("copied when --clear-at-least is set");
-            }
-            originals.clear();
-            now.clear();
-            total = tokens_before;
-            out.cleared.clear();
-            out.cleared_status.clear();
-            out.triggered = false;
-        } else {
-            for &m in originals.keys() {
-                reasons.entry(m).or_default().push("cleared");
-            }
-        }
+        Ok(())
     }
 
-    // 2. Clip results over --max-tool-tokens, kept ones included, oldest first.
-    if let Some(max) = opts.max_tool_tokens {
+    /// `--clear-inputs`: the arguments of call `cref` become `{}`.
+    fn clear_input(&mut self, cref: CallRef) -> Result<()> {
+        let (c, call) = (&cref.message, self.conv.call(cref));
+        let ptr = &call.args;
+        let empty = match pointer::get(&self.messages[*c], ptr) {
+            Some(Value::String(s)) if s != "{}" => Some(Value::String("{}".into())),
+            Some(v) if !v.is_string() && *v != json!({}) => Some(json!({})),
+            _ => None,
+        };
+        if let Some(empty) = empty {
+            self.save(*c);
+            let args = pointer::get_mut(&mut self.messages[*c], ptr).expect("located");
+            let before = self.counter.args(args, call.encoded)?;
+            let after = self.counter.args(&empty, call.encoded)?;
+            *args = empty;
+            let old = self.known(*c);
+            self.now.insert(
+                *c,
+                MessageTokens {
+                    content: old.content + after - before,
+                    ..old
+                },
+            );
+            self.total = self.total + after - before;
+        }
+        Ok(())
+    }
+
+    /// Step 2: clips results over `max` tokens middle-out, oldest first, while over budget.
+    fn clip(&mut self, results: &[ResultRef], max: usize, out: &mut Pruning) -> Result<()> {
+        let (counter, enc) = (self.counter, self.enc);
         for r in results
             .iter()
-            .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
+            .filter(|r| !r.pinned && !self.opts.exclude_tools.contains(&r.tool))
         {
-            if !over(total) {
+            if !self.over() {
                 break;
             }
-            if opts.protect_newest_unit && in_newest_unit(r.message) {
+            if self.opts.protect_newest_unit && self.in_newest_unit(r.message) {
                 continue;
             }
-            if is_placeholder(&messages, r) {
+            if self.is_placeholder(r) {
                 continue; // A placeholder is never clipped.
             }
             let m = r.message;
-            let before = now.get(&m).copied().unwrap_or(count.messages[m]);
-            if !now.contains_key(&m) && before.content <= max {
+            let before = self.known(m);
+            if !self.now.contains_key(&m) && before.content <= max {
                 continue; // Its whole text is within the limit: no need to tokenize it again.
             }
-            if pointer::get(&messages[m], &r.pointer).is_none() {
+            if pointer::get(&self.messages[m], &r.pointer).is_none() {
                 continue;
             }
-            let first_change = !originals.contains_key(&m);
-            save(&mut originals, &messages, m);
+            let first_change = !self.originals.contains_key(&m);
+            self.save(m);
             let mut changed = false;
-            let value = pointer::get_mut(&mut messages[m], &r.pointer).expect("located");
+            let value = pointer::get_mut(&mut self.messages[m], &r.pointer).expect("located");
             match value {
                 Value::String(s) => {
                     if let Some(c) = clip_middle(enc, s, max)? {
@@ -464,28 +566,34 @@ pub fn prune_with(
                 _ => {}
             }
             if changed {
-                let (b, a) = recount(counter, &messages[m], m, count, &mut now, &mut total)?;
+                let (b, a) = self.recount(m)?;
                 out.clipped.push((m, b, a));
-                reasons.entry(m).or_default().push("clipped");
+                self.reasons.entry(m).or_default().push("clipped");
             } else if first_change {
-                originals.remove(&m);
+                self.originals.remove(&m);
             }
         }
+        Ok(())
     }
 
-    // 3. Shorten long values in old calls' arguments, oldest first. The calls of the results
-    // --keep keeps, the newest unit and pinned messages are left alone.
-    if let Some(max) = opts.shorten_args {
-        let protected: HashSet<CallRef> = kept.iter().filter_map(|r| r.call).collect();
+    /// Step 3: shortens long values in the arguments of old calls (not `protected` ones) to
+    /// `max` tokens, oldest first, while over budget.
+    fn shorten_args(
+        &mut self,
+        protected: &HashSet<CallRef>,
+        max: usize,
+        out: &mut Pruning,
+    ) -> Result<()> {
+        let (conv, opts, enc) = (self.conv, self.opts, self.enc);
         for (i, m) in conv.messages.iter().enumerate() {
-            if !over(total) {
+            if !self.over() {
                 break;
             }
-            if m.calls.is_empty() || pinned[i] || in_newest_unit(i) {
+            if m.calls.is_empty() || self.pinned[i] || self.in_newest_unit(i) {
                 continue;
             }
-            let first_change = !originals.contains_key(&i);
-            save(&mut originals, &messages, i);
+            let first_change = !self.originals.contains_key(&i);
+            self.save(i);
             let mut changed = false;
             for (k, call) in m.calls.iter().enumerate() {
                 if call
@@ -501,73 +609,89 @@ pub fn prune_with(
                 }) {
                     continue;
                 }
-                if let Some(args) = pointer::get_mut(&mut messages[i], &call.args) {
+                if let Some(args) = pointer::get_mut(&mut self.messages[i], &call.args) {
                     changed |= shorten(args, enc, max)?;
                 }
             }
             if changed {
-                let (b, a) = recount(counter, &messages[i], i, count, &mut now, &mut total)?;
+                let (b, a) = self.recount(i)?;
                 out.shortened.push((i, b, a));
-                reasons.entry(i).or_default().push("args");
+                self.reasons.entry(i).or_default().push("args");
             } else if first_change {
-                originals.remove(&i);
+                self.originals.remove(&i);
             }
         }
+        Ok(())
     }
 
-    // 4. Drop reasoning from older (or all) assistant turns, never from an unfinished loop.
-    if opts.thinking != Thinking::Keep {
+    /// Step 4: drops reasoning from older (or all) assistant turns, never from an unfinished
+    /// loop.
+    fn drop_thinking(&mut self, out: &mut Pruning) -> Result<()> {
+        let (conv, dialect) = (self.conv, self.dialect);
         let last_turn = conv.turns.last().copied().unwrap_or(0);
         let unfinished = conv.messages.last().is_some_and(|m| {
             !m.results.is_empty() || (m.role == Role::Assistant && !m.calls.is_empty())
         });
         for (i, m) in conv.messages.iter().enumerate() {
-            if m.role != Role::Assistant || pinned[i] {
+            if m.role != Role::Assistant || self.pinned[i] {
                 continue;
             }
             let old = i < last_turn;
             let protected = unfinished && i > last_turn;
-            let drop = match opts.thinking {
+            let drop = match self.opts.thinking {
                 Thinking::Keep => false,
                 Thinking::Old => old,
                 Thinking::All => !protected,
             };
-            if drop && dialect.has_reasoning(&messages[i]) {
-                save(&mut originals, &messages, i);
-                dialect.drop_reasoning(&mut messages[i]);
-                debug_assert!(!dialect.has_reasoning(&messages[i]));
-                recount(counter, &messages[i], i, count, &mut now, &mut total)?;
+            if drop && dialect.has_reasoning(&self.messages[i]) {
+                self.save(i);
+                dialect.drop_reasoning(&mut self.messages[i]);
+                debug_assert!(!dialect.has_reasoning(&self.messages[i]));
+                self.recount(i)?;
                 out.thinking.push(i);
-                reasons.entry(i).or_default().push("thinking");
+                self.reasons.entry(i).or_default().push("thinking");
             }
         }
+        Ok(())
     }
 
-    for &m in reasons.keys() {
-        let known = now[&m];
-        debug_assert_eq!(
-            Some(known),
-            counter.message(&messages[m], &mut Notes::default()).ok(),
-            "message {m}"
-        );
-        out.recounted.push(known);
+    /// Counts message `m` again after a change (see [`recount`]).
+    fn recount(&mut self, m: usize) -> Result<(usize, usize)> {
+        recount(
+            self.counter,
+            &self.messages[m],
+            m,
+            self.count,
+            &mut self.now,
+            &mut self.total,
+        )
     }
-    out.tokens_after = total;
-    out.dropped = reasons
-        .into_iter()
-        .map(|(m, why)| Dropped {
-            index: m,
-            reason: why.join(","),
-            message: originals.remove(&m).flatten().unwrap_or(Value::Null),
-        })
-        .collect();
-    *out.doc.messages_mut() = messages;
-    let structure = out.thinking.is_empty().then_some(Structure {
-        conv,
-        pinned,
-        results,
-    });
-    Ok((out, structure))
+
+    /// Puts the messages back into `out`'s document, with the counts of the changed ones, the
+    /// total, and the originals for `--dropped`.
+    fn report(mut self, out: &mut Pruning) {
+        for &m in self.reasons.keys() {
+            let known = self.now[&m];
+            debug_assert_eq!(
+                Some(known),
+                self.counter
+                    .message(&self.messages[m], &mut Notes::default())
+                    .ok(),
+                "message {m}"
+            );
+            out.recounted.push(known);
+        }
+        out.tokens_after = self.total;
+        out.dropped = std::mem::take(&mut self.reasons)
+            .into_iter()
+            .map(|(m, why)| Dropped {
+                index: m,
+                reason: why.join(","),
+                message: self.originals.remove(&m).flatten().unwrap_or(Value::Null),
+            })
+            .collect();
+        *out.doc.messages_mut() = self.messages;
+    }
 }
 
 /// Counts message `m` again after a change: updates its known count in `now` and the
