@@ -238,26 +238,15 @@ pub fn truncate_with(
 
     // --keep-last: the N newest non-system messages, rounded down to a unit boundary.
     if let Some(limit) = opts.keep_last {
-        let mut seen = 0usize;
-        let mut cut = false;
-        for u in (0..n).rev() {
-            if pinned[u] || protected[u] {
-                continue;
-            }
-            let c = conv.units[u]
-                .range()
-                .filter(|&m| !conv.messages[m].role.is_system())
-                .filter(|&m| !is_note(&doc.messages()[m], note_matcher.as_ref()))
-                .count();
-            if Some(u) == newest {
-                seen += c;
-            } else if c > 0 && (cut || seen + c > limit) {
-                keep[u] = false;
-                cut = true;
-            } else {
-                seen += c;
-            }
-        }
+        let spared: Vec<bool> = (0..n).map(|u| pinned[u] || protected[u]).collect();
+        keep_last(
+            &conv,
+            doc.messages(),
+            limit,
+            &spared,
+            note_matcher.as_ref(),
+            &mut keep,
+        );
     }
     let mut total = count.fixed()
         + (0..n)
@@ -268,49 +257,11 @@ pub fn truncate_with(
         return Ok(unchanged(doc));
     }
 
-    // The order in which removable units go: with `oldest` and `importance`, older copies of
-    // repeated messages first (oldest first), then the strategy's order.
+    // The order in which removable units go (see `removal_order`).
     let candidates: Vec<usize> = (0..n)
         .filter(|&u| keep[u] && !pinned[u] && !protected[u] && Some(u) != newest)
         .collect();
-    let repeats = (opts.strategy != Strategy::Middle).then(|| Repeats::find(&conv, doc.messages()));
-    let (older_copies, candidates): (Vec<usize>, Vec<usize>) = match &repeats {
-        Some(r) => candidates.into_iter().partition(|&u| r.older_copy[u]),
-        None => (Vec::new(), candidates),
-    };
-    let by_strategy: Vec<usize> = match opts.strategy {
-        Strategy::Oldest => candidates,
-        Strategy::Middle => {
-            let k = opts.keep_first.min(candidates.len());
-            candidates[k..]
-                .iter()
-                .chain(&candidates[..k])
-                .copied()
-                .collect()
-        }
-        Strategy::Importance => {
-            let repeated = |u: usize| repeats.as_ref().is_some_and(|r| r.repeated[u]);
-            let mut scored: Vec<(f64, usize)> = candidates
-                .iter()
-                .map(|&u| {
-                    let unit = Scored {
-                        signals: conv.units[u]
-                            .range()
-                            .map(|m| Signals::of_message(&doc.messages()[m]))
-                            .fold(Signals::default(), Signals::or),
-                        repeated: repeated(u),
-                    };
-                    (
-                        importance(&conv, u, n, &count.messages, &opts.weights, unit),
-                        u,
-                    )
-                })
-                .collect();
-            scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            scored.into_iter().map(|(_, u)| u).collect()
-        }
-    };
-    let order: Vec<usize> = older_copies.into_iter().chain(by_strategy).collect();
+    let order = removal_order(&conv, doc.messages(), count, opts, candidates);
     let mut next = order.iter().copied();
     let first_is_user = first_non_system_is_user(&conv, &(0..n).map(|_| true).collect::<Vec<_>>());
     let notes_cost = |keep: &[bool]| -> Result<usize> {
@@ -385,39 +336,12 @@ pub fn truncate_with(
     // A unit that would come before the first kept one must start with a user message (I7);
     // one held back for that is tried again once a user message before it is back.
     if opts.strategy == Strategy::Importance && opts.note.is_none() && total <= budget {
-        let mut first = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
-        // Held back: unit -> its rank in the order of importance.
-        let mut held: BTreeMap<usize, usize> = BTreeMap::new();
-        let put_back = |u: usize, keep: &mut [bool], total: &mut usize| {
-            if keep[u] || forced[u] || *total + unit_tokens[u] > budget {
-                return false;
-            }
-            keep[u] = true;
-            *total += unit_tokens[u];
-            true
+        let room = Room {
+            unit_tokens: &unit_tokens,
+            forced: &forced,
+            budget,
         };
-        for (rank, &u) in order.iter().rev().enumerate() {
-            let becomes_first =
-                conv.units[u].kind != UnitKind::System && first.is_none_or(|f| u < f);
-            if becomes_first && first_is_user && !starts_with_user(&conv, u) {
-                if !keep[u] {
-                    held.insert(u, rank);
-                }
-                continue;
-            }
-            if put_back(u, &mut keep, &mut total) && becomes_first {
-                first = Some(u);
-                let mut retry: Vec<(usize, usize)> = held
-                    .split_off(&u)
-                    .into_iter()
-                    .map(|(h, r)| (r, h))
-                    .collect();
-                retry.sort_unstable();
-                for (_, h) in retry {
-                    put_back(h, &mut keep, &mut total);
-                }
-            }
-        }
+        put_back_by_importance(&conv, &order, &room, first_is_user, &mut keep, &mut total);
     }
 
     // Best effort, over budget: the output must still start with a user message (I7), so put
@@ -454,52 +378,19 @@ pub fn truncate_with(
             ));
         }
         // --partial: cut the largest unpinned texts, tool results first, middle-out.
-        let mut texts = Vec::new();
-        for u in (0..n).filter(|&u| keep[u] && !pinned[u]) {
-            for m in conv.units[u].range() {
-                for (pointer, is_result) in dialect.text_locations(&messages[m]) {
-                    let len = pointer::get(&messages[m], &pointer)
-                        .and_then(Value::as_str)
-                        .map_or(0, str::len);
-                    texts.push((is_result, len, m, pointer));
-                }
-            }
-        }
-        texts.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-        for (_, _, m, pointer) in texts {
-            // A cut rarely lands exactly (the message's framing); a few passes settle it.
-            for _ in 0..4 {
-                if total <= budget {
-                    break;
-                }
-                let Some(text) = pointer::get(&messages[m], &pointer).and_then(Value::as_str)
-                else {
-                    break;
-                };
-                let text_tokens = counter.text(text)?;
-                let target = text_tokens.saturating_sub(total - budget);
-                let Some(cut) = clip_middle(counter.settings.encoding, text, target)? else {
-                    break;
-                };
-                let prev = partial.iter().position(|p| p.0 == m);
-                if prev.is_none() {
-                    partial.push((
-                        m,
-                        count.messages[m].total(),
-                        count.messages[m].total(),
-                        messages[m].clone(),
-                    ));
-                }
-                let i = prev.unwrap_or(partial.len() - 1);
-                *pointer::get_mut(&mut messages[m], &pointer).expect("located above") =
-                    Value::String(cut);
-                let after = counter
-                    .message(&messages[m], &mut Notes::default())?
-                    .total();
-                total = total + after - partial[i].2;
-                partial[i].2 = after;
-            }
-        }
+        let cuttable: Vec<usize> = (0..n)
+            .filter(|&u| keep[u] && !pinned[u])
+            .flat_map(|u| conv.units[u].range())
+            .collect();
+        partial = cut_partial(
+            dialect,
+            counter,
+            count,
+            &cuttable,
+            budget,
+            &mut messages,
+            &mut total,
+        )?;
         if total > budget && !opts.best_effort {
             return Err(cannot_fit(
                 tokens_before,
@@ -516,13 +407,261 @@ pub fn truncate_with(
     }
 
     // Assemble the output, with a note at each gap.
+    let Assembled {
+        out,
+        removed,
+        mut dropped,
+        origins,
+        notes,
+    } = assemble(&conv, &keep, &mut messages, opts.note.as_deref(), dialect);
+    let partial: Vec<(usize, usize, usize)> = partial
+        .into_iter()
+        .map(|(m, before, after, original)| {
+            dropped.push(Dropped {
+                index: m,
+                reason: "partial".into(),
+                message: original,
+            });
+            (m, before, after)
+        })
+        .collect();
+    dropped.sort_by_key(|d| d.index);
+    *doc.messages_mut() = out;
+    Ok(Truncation {
+        doc,
+        tokens_before,
+        tokens_after: total,
+        removed,
+        partial,
+        notes,
+        dropped,
+        origins,
+    })
+}
+
+/// `--keep-last`: marks as not kept the units (not `spared`) older than the `limit` newest
+/// non-system messages, rounded down to a unit boundary; the newest unit always counts.
+fn keep_last(
+    conv: &Conversation,
+    messages: &[Value],
+    limit: usize,
+    spared: &[bool],
+    note_matcher: Option<&NoteText>,
+    keep: &mut [bool],
+) {
+    let n = conv.units.len();
+    let newest = n.checked_sub(1);
+    let mut seen = 0usize;
+    let mut cut = false;
+    for u in (0..n).rev() {
+        if spared[u] {
+            continue;
+        }
+        let c = conv.units[u]
+            .range()
+            .filter(|&m| !conv.messages[m].role.is_system())
+            .filter(|&m| !is_note(&messages[m], note_matcher))
+            .count();
+        if Some(u) == newest {
+            seen += c;
+        } else if c > 0 && (cut || seen + c > limit) {
+            keep[u] = false;
+            cut = true;
+        } else {
+            seen += c;
+        }
+    }
+}
+
+/// The order in which the removable `candidates` go: with `oldest` and `importance`, older
+/// copies of repeated messages first (oldest first), then the strategy's order.
+fn removal_order(
+    conv: &Conversation,
+    messages: &[Value],
+    count: &DocumentCount,
+    opts: &Options,
+    candidates: Vec<usize>,
+) -> Vec<usize> {
+    let n = conv.units.len();
+    let repeats = (opts.strategy != Strategy::Middle).then(|| Repeats::find(conv, messages));
+    let (older_copies, candidates): (Vec<usize>, Vec<usize>) = match &repeats {
+        Some(r) => candidates.into_iter().partition(|&u| r.older_copy[u]),
+        None => (Vec::new(), candidates),
+    };
+    let by_strategy: Vec<usize> = match opts.strategy {
+        Strategy::Oldest => candidates,
+        Strategy::Middle => {
+            let k = opts.keep_first.min(candidates.len());
+            candidates[k..]
+                .iter()
+                .chain(&candidates[..k])
+                .copied()
+                .collect()
+        }
+        Strategy::Importance => {
+            let repeated = |u: usize| repeats.as_ref().is_some_and(|r| r.repeated[u]);
+            let mut scored: Vec<(f64, usize)> = candidates
+                .iter()
+                .map(|&u| {
+                    let unit = Scored {
+                        signals: conv.units[u]
+                            .range()
+                            .map(|m| Signals::of_message(&messages[m]))
+                            .fold(Signals::default(), Signals::or),
+                        repeated: repeated(u),
+                    };
+                    (
+                        importance(conv, u, n, &count.messages, &opts.weights, unit),
+                        u,
+                    )
+                })
+                .collect();
+            scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            scored.into_iter().map(|(_, u)| u).collect()
+        }
+    };
+    older_copies.into_iter().chain(by_strategy).collect()
+}
+
+/// What putting a removed unit back costs, and what it may not exceed.
+struct Room<'a> {
+    unit_tokens: &'a [usize],
+    /// Units `--keep-last` removed: they stay removed.
+    forced: &'a [bool],
+    budget: usize,
+}
+
+/// `importance`: the last unit removed may have left room. Puts back removed units that fit in
+/// it, the most important first. A unit that would come before the first kept one must start
+/// with a user message (I7); one held back for that is tried again once a user message before
+/// it is back.
+fn put_back_by_importance(
+    conv: &Conversation,
+    order: &[usize],
+    room: &Room,
+    first_is_user: bool,
+    keep: &mut [bool],
+    total: &mut usize,
+) {
+    let n = conv.units.len();
+    let mut first = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
+    // Held back: unit -> its rank in the order of importance.
+    let mut held: BTreeMap<usize, usize> = BTreeMap::new();
+    let put_back = |u: usize, keep: &mut [bool], total: &mut usize| {
+        if keep[u] || room.forced[u] || *total + room.unit_tokens[u] > room.budget {
+            return false;
+        }
+        keep[u] = true;
+        *total += room.unit_tokens[u];
+        true
+    };
+    for (rank, &u) in order.iter().rev().enumerate() {
+        let becomes_first = conv.units[u].kind != UnitKind::System && first.is_none_or(|f| u < f);
+        if becomes_first && first_is_user && !starts_with_user(conv, u) {
+            if !keep[u] {
+                held.insert(u, rank);
+            }
+            continue;
+        }
+        if put_back(u, keep, total) && becomes_first {
+            first = Some(u);
+            let mut retry: Vec<(usize, usize)> = held
+                .split_off(&u)
+                .into_iter()
+                .map(|(h, r)| (r, h))
+                .collect();
+            retry.sort_unstable();
+            for (_, h) in retry {
+                put_back(h, keep, total);
+            }
+        }
+    }
+}
+
+/// `--partial`: cuts the largest texts of messages `cuttable`, tool results first,
+/// middle-out, until `total` is within `budget`. Returns (message, tokens before, tokens after,
+/// original) for each message cut.
+fn cut_partial(
+    dialect: Dialect,
+    counter: &Counter,
+    count: &DocumentCount,
+    cuttable: &[usize],
+    budget: usize,
+    messages: &mut [Value],
+    total: &mut usize,
+) -> Result<Vec<(usize, usize, usize, Value)>> {
+    let mut partial: Vec<(usize, usize, usize, Value)> = Vec::new();
+    let mut texts = Vec::new();
+    for &m in cuttable {
+        for (pointer, is_result) in dialect.text_locations(&messages[m]) {
+            let len = pointer::get(&messages[m], &pointer)
+                .and_then(Value::as_str)
+                .map_or(0, str::len);
+            texts.push((is_result, len, m, pointer));
+        }
+    }
+    texts.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    for (_, _, m, pointer) in texts {
+        // A cut rarely lands exactly (the message's framing); a few passes settle it.
+        for _ in 0..4 {
+            if *total <= budget {
+                break;
+            }
+            let Some(text) = pointer::get(&messages[m], &pointer).and_then(Value::as_str) else {
+                break;
+            };
+            let text_tokens = counter.text(text)?;
+            let target = text_tokens.saturating_sub(*total - budget);
+            let Some(cut) = clip_middle(counter.settings.encoding, text, target)? else {
+                break;
+            };
+            let prev = partial.iter().position(|p| p.0 == m);
+            if prev.is_none() {
+                partial.push((
+                    m,
+                    count.messages[m].total(),
+                    count.messages[m].total(),
+                    messages[m].clone(),
+                ));
+            }
+            let i = prev.unwrap_or(partial.len() - 1);
+            *pointer::get_mut(&mut messages[m], &pointer).expect("located above") =
+                Value::String(cut);
+            let after = counter
+                .message(&messages[m], &mut Notes::default())?
+                .total();
+            *total = *total + after - partial[i].2;
+            partial[i].2 = after;
+        }
+    }
+    Ok(partial)
+}
+
+/// Truncate's output messages and what was removed.
+struct Assembled {
+    out: Vec<Value>,
+    removed: Vec<usize>,
+    dropped: Vec<Dropped>,
+    origins: Vec<Option<usize>>,
+    notes: usize,
+}
+
+/// The kept units' messages in order, with a note at each gap (with `note`); the others are
+/// removed. Takes the messages out of `messages`.
+fn assemble(
+    conv: &Conversation,
+    keep: &[bool],
+    messages: &mut [Value],
+    note: Option<&str>,
+    dialect: Dialect,
+) -> Assembled {
     let mut out = Vec::with_capacity(messages.len());
     let mut removed = Vec::new();
     let mut dropped = Vec::new();
     let mut origins = Vec::with_capacity(messages.len());
     let mut notes = 0;
-    let mut places = match &opts.note {
-        Some(_) => gaps(&conv, &keep, dialect),
+    let mut places = match note {
+        Some(_) => gaps(conv, keep, dialect),
         None => Vec::new(),
     }
     .into_iter()
@@ -530,7 +669,7 @@ pub fn truncate_with(
     // Each unit, then the end.
     let units = conv.units.iter().map(Some).chain(std::iter::once(None));
     for (u, unit) in units.enumerate() {
-        if let (Some(&(at, gap)), Some(text)) = (places.peek(), &opts.note) {
+        if let (Some(&(at, gap)), Some(text)) = (places.peek(), note) {
             if at == u {
                 out.push(note_message(dialect, text, gap));
                 origins.push(None);
@@ -556,29 +695,13 @@ pub fn truncate_with(
             }
         }
     }
-    let partial: Vec<(usize, usize, usize)> = partial
-        .into_iter()
-        .map(|(m, before, after, original)| {
-            dropped.push(Dropped {
-                index: m,
-                reason: "partial".into(),
-                message: original,
-            });
-            (m, before, after)
-        })
-        .collect();
-    dropped.sort_by_key(|d| d.index);
-    *doc.messages_mut() = out;
-    Ok(Truncation {
-        doc,
-        tokens_before,
-        tokens_after: total,
+    Assembled {
+        out,
         removed,
-        partial,
-        notes,
         dropped,
         origins,
-    })
+        notes,
+    }
 }
 
 /// The output would not start with a user message (I7) and nothing can fix that.
