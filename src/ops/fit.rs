@@ -121,6 +121,9 @@ struct State {
     /// Input index of each current message (None for a summary or a note made by a stage).
     origins: Vec<Option<usize>>,
     dropped: BTreeMap<usize, Dropped>,
+    /// The document's structure as the last prune stage read it, while no other stage has
+    /// changed the document since.
+    structure: Option<prune::Structure>,
 }
 
 impl State {
@@ -273,13 +276,17 @@ pub fn fit(
         count,
         origins: (0..n).map(Some).collect(),
         dropped: BTreeMap::new(),
+        structure: None,
+    };
+    let cx = Ctx {
+        counter,
+        opts,
+        summarizer,
+        budget,
     };
     let mut stages = Vec::new();
     // Why the last stage that could not reach the budget failed.
     let mut cannot: Option<String> = None;
-    // The document's structure as the last prune stage read it, while no other stage has
-    // changed the document since.
-    let mut structure: Option<prune::Structure> = None;
     for (k, &stage) in opts.stages.iter().enumerate() {
         if st.total() <= budget {
             break;
@@ -318,251 +325,19 @@ pub fn fit(
                 report["clipped"] = json!([]);
             }
             Stage::Prune | Stage::Clip | Stage::Args | Stage::PruneAll => {
-                // Each prune stage takes only what the budget needs, oldest first, and never
-                // touches the newest unit (the output the model just asked for).
-                let mut o = opts.prune.clone();
-                o.pins = pins;
-                o.budget = Some(opts.budget);
-                o.protect_newest_unit = true;
-                o.max_tool_tokens = None;
-                o.shorten_args = None;
-                // A later summarize stage reads the originals of what this one rewrites.
-                o.keep_originals |=
-                    summarizer.is_some() && opts.stages[k + 1..].contains(&Stage::Summarize);
-                // Clipping, too, takes only what is needed: the largest result first loses just
-                // the excess (never keeping more than the clip limit would), and only if the
-                // document is still over does every oversized result go down to the limit.
-                let limit = (budget / 4).max(1);
-                let mut limits = vec![limit];
-                match stage {
-                    Stage::Clip => {
-                        o.keep = usize::MAX;
-                        o.thinking = Thinking::Keep;
-                        // Passes marked 0 work out their limit from what is still over.
-                        limits = vec![0, 0, limit];
-                    }
-                    Stage::Args => {
-                        // Nothing is cleared: only the arguments of calls older than the
-                        // --keep newest results are shortened.
-                        o.min_saving = usize::MAX;
-                        o.thinking = Thinking::Keep;
-                        o.shorten_args = Some(opts.shorten_args);
-                    }
-                    Stage::PruneAll => {
-                        o.keep = 0;
-                        o.thinking = Thinking::Keep;
-                    }
-                    _ => {}
-                }
-                let mut doc = Some(doc);
-                let (mut cleared, mut clipped, mut shortened) =
-                    (Vec::new(), Vec::new(), Vec::new());
-                for (pass, max) in limits.into_iter().enumerate() {
-                    if pass > 0 && st.total() <= budget {
-                        break;
-                    }
-                    if stage == Stage::Clip {
-                        let max = if max == 0 {
-                            // The largest result loses the excess (and a little for the
-                            // marker and framing), but never keeps more than the limit allows.
-                            let excess = st.total().saturating_sub(budget) + CLIP_MARGIN;
-                            let largest = st.count.messages.iter().map(|m| m.content).max();
-                            largest
-                                .map_or(limit, |l| l.saturating_sub(excess))
-                                .max(limit)
-                        } else {
-                            max
-                        };
-                        o.max_tool_tokens = Some(max);
-                    }
-                    let d = doc
-                        .take()
-                        .unwrap_or_else(|| std::mem::replace(&mut st.doc, Document::placeholder()));
-                    let (r, kept) = prune::prune_with(d, counter, &st.count, &o, structure.take())?;
-                    structure = kept;
-                    if opts.details {
-                        cleared.extend(r.cleared.iter().map(|(i, t, k)| json!({"index": st.input_index(*i), "tool": t, "tokens": k})));
-                        clipped.extend(r.clipped.iter().map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a})));
-                        shortened.extend(r.shortened.iter().map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a})));
-                    }
-                    if !r.thinking.is_empty() {
-                        report["thinking"] =
-                            r.thinking.iter().map(|&i| st.input_index(i)).collect();
-                    }
-                    let origins = (0..r.doc.messages().len()).map(Some).collect();
-                    st.advance(counter, r.doc, origins, r.dropped, &r.recounted)?;
-                }
-                if opts.details {
-                    report["cleared"] = json!(cleared);
-                    report["clipped"] = json!(clipped);
-                    if stage == Stage::Args {
-                        report["shortened"] = json!(shortened);
-                    }
-                }
+                prune_stage(&cx, k, stage, doc, pins, &mut st, &mut report)?;
             }
             Stage::Summarize => {
-                structure = None;
+                st.structure = None;
                 let Some(s) = summarizer else {
                     bail!("the summarize stage needs a summarizer");
                 };
-                let mut o = opts.summarize.clone();
-                o.force = true;
-                o.pins = pins;
-                o.task = Some(task);
-                o.budget = Some(opts.budget);
-                // Only as much as needed: keep verbatim as many recent messages as the budget
-                // leaves room for beside the pinned ones and a summary at its bound.
-                let conv = Conversation::new(doc.messages(), doc.dialect);
-                let pinned = conv.pinned_messages(&o.pins)?;
-                let pinned_tokens: usize = (0..pinned.len())
-                    .filter(|&i| pinned[i])
-                    .map(|i| st.count.messages[i].total())
-                    .sum();
-                // The summary is bounded by --max-summary-tokens and by what the kept messages
-                // leave; a quarter of the budget is room enough for one that says something.
-                let summary_room = s.max_summary_tokens().min(budget / 4);
-                let room = budget.saturating_sub(
-                    st.count.fixed() + pinned_tokens + summary_room + SUMMARY_FRAME,
-                );
-                let mut used = 0;
-                let mut recent = 0;
-                for i in (0..pinned.len()).rev() {
-                    let t = st.count.messages[i].total();
-                    if !pinned[i] {
-                        if used + t > room {
-                            break;
-                        }
-                        used += t;
-                    }
-                    recent += 1;
-                }
-                o.keep_recent = recent.max(1);
-                // The summary reads the input's messages, not what earlier stages left of them
-                // (a cleared result's placeholder, shortened arguments).
-                let originals: Vec<Option<&Value>> = st
-                    .origins
-                    .iter()
-                    .map(|o| o.and_then(|j| st.dropped.get(&j)).map(|d| &d.message))
-                    .map(|m| m.filter(|m| !m.is_null()))
-                    .collect();
-                // An offline engine costs little: find the most recent messages that can stay
-                // verbatim beside the summary (fewer summarized messages, a larger output), by
-                // bisection from the estimate up. The summary keeps its room: the kept messages
-                // must leave it `summary_room`, or its whole size when it says everything in
-                // less. A summary squeezed below that to make way for one more verbatim message
-                // loses more (the trail of the whole range) than the message brings.
-                if s.engine_name() != "llm" {
-                    let fits = |k: usize| -> Result<bool> {
-                        let mut t = o.clone();
-                        t.keep_recent = k;
-                        // The summary as the engine writes it when the budget does not bound it.
-                        t.budget = Some(u64::MAX);
-                        let r = summarize::summarize(
-                            doc.clone(),
-                            counter,
-                            &st.count,
-                            &t,
-                            s,
-                            &originals,
-                        )?;
-                        if r.skipped.is_some() || r.fallback.is_some() || r.covered.is_none() {
-                            return Ok(false);
-                        }
-                        let kept = r.tokens_after - r.summary_tokens;
-                        Ok(kept + r.summary_tokens.min(summary_room) <= budget)
-                    };
-                    let (mut lo, mut hi) = (o.keep_recent, pinned.len());
-                    if lo < hi && fits(lo)? {
-                        // The estimate is usually close: gallop up from it (1, 2, 4, ... more
-                        // messages) to bracket the answer, then bisect, so a long document
-                        // costs a few summaries rather than one per halving of its length.
-                        let mut step = 1;
-                        while lo + step < hi {
-                            if fits(lo + step)? {
-                                lo += step;
-                                step *= 2;
-                            } else {
-                                hi = lo + step;
-                                break;
-                            }
-                        }
-                        while hi - lo > 1 {
-                            let mid = lo + (hi - lo) / 2;
-                            if fits(mid)? {
-                                lo = mid;
-                            } else {
-                                hi = mid;
-                            }
-                        }
-                        o.keep_recent = lo;
-                    }
-                }
-                let r = summarize::summarize(doc, counter, &st.count, &o, s, &originals)?;
-                report["engine"] = json!(s.engine_name());
-                if let Some(why) = &r.skipped {
-                    report["skipped"] = json!(why);
-                }
-                if r.clipped {
-                    report["clipped"] = json!(true);
-                }
-                report["summarized"] = if r.skipped.is_some() || r.fallback == Some("passthrough") {
-                    json!([])
-                } else {
-                    r.plan.range.iter().map(|&i| st.input_index(i)).collect()
-                };
-                if let Some(c) = r.covered {
-                    report["messages_covered"] = json!(c);
-                }
-                if let Some(f) = r.fallback {
-                    report["fallback"] = json!(f);
-                    report["error"] = json!(r.error);
-                }
-                if let Some(m) = &r.model {
-                    report["model"] = json!(m);
-                }
-                if r.summary_truncated {
-                    report["summary_truncated"] = json!(true);
-                }
-                st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
+                summarize_stage(&cx, s, doc, pins, task, &mut st, &mut report)?;
             }
             Stage::Truncate | Stage::TruncateAll | Stage::Partial => {
-                // The prune stages' conversation model still describes the document; a stage
-                // after truncate reads it again.
-                let conv = structure.take().map(prune::Structure::into_conversation);
-                let mut o = opts.truncate.clone();
-                o.pins = pins;
-                o.partial = stage == Stage::Partial;
-                if best_effort {
-                    // Old units go, but not the newest --keep tool exchanges: when that is not
-                    // enough, every other unit goes and the later stages take the rest. (With
-                    // no truncate-all after it, truncate removes whatever it must itself.)
-                    o.protect_recent_exchanges = opts.prune.keep;
-                    o.best_effort = true;
-                }
-                match truncate::truncate_with(doc, counter, &st.count, &o, conv) {
-                    Ok(r) => {
-                        if opts.details {
-                            report["removed"] =
-                                r.removed.iter().map(|&i| st.input_index(i)).collect();
-                        }
-                        report["partial"] = r
-                            .partial
-                            .iter()
-                            .map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a}))
-                            .collect();
-                        report["notes"] = json!(r.notes);
-                        if r.tokens_after > budget {
-                            report["short_of_budget"] = json!(true);
-                        }
-                        st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
-                    }
-                    Err(e) => match e.downcast::<CannotFit>() {
-                        Ok(cf) => {
-                            report["cannot_fit"] = json!(cf.reason);
-                            cannot = Some(cf.reason);
-                        }
-                        Err(e) => return Err(e),
-                    },
+                let why = truncate_stage(&cx, stage, best_effort, doc, pins, &mut st, &mut report)?;
+                if why.is_some() {
+                    cannot = why;
                 }
             }
         }
@@ -598,4 +373,303 @@ pub fn fit(
         stages,
         dropped: st.dropped.into_values().collect(),
     })
+}
+
+/// What every stage reads.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    counter: &'a Counter<'a>,
+    opts: &'a Options,
+    summarizer: Option<&'a Summarizer>,
+    budget: usize,
+}
+
+/// A prune stage (prune, clip, args, prune-all), the `k`th of the run: takes only what the
+/// budget needs, oldest first, and never touches the newest unit.
+fn prune_stage(
+    cx: &Ctx,
+    k: usize,
+    stage: Stage,
+    doc: Document,
+    pins: PinOptions,
+    st: &mut State,
+    report: &mut Value,
+) -> Result<()> {
+    let Ctx {
+        counter,
+        opts,
+        summarizer,
+        budget,
+    } = *cx;
+    // Each prune stage takes only what the budget needs, oldest first, and never
+    // touches the newest unit (the output the model just asked for).
+    let mut o = opts.prune.clone();
+    o.pins = pins;
+    o.budget = Some(opts.budget);
+    o.protect_newest_unit = true;
+    o.max_tool_tokens = None;
+    o.shorten_args = None;
+    // A later summarize stage reads the originals of what this one rewrites.
+    o.keep_originals |= summarizer.is_some() && opts.stages[k + 1..].contains(&Stage::Summarize);
+    // Clipping, too, takes only what is needed: the largest result first loses just
+    // the excess (never keeping more than the clip limit would), and only if the
+    // document is still over does every oversized result go down to the limit.
+    let limit = (budget / 4).max(1);
+    let mut limits = vec![limit];
+    match stage {
+        Stage::Clip => {
+            o.keep = usize::MAX;
+            o.thinking = Thinking::Keep;
+            // Passes marked 0 work out their limit from what is still over.
+            limits = vec![0, 0, limit];
+        }
+        Stage::Args => {
+            // Nothing is cleared: only the arguments of calls older than the
+            // --keep newest results are shortened.
+            o.min_saving = usize::MAX;
+            o.thinking = Thinking::Keep;
+            o.shorten_args = Some(opts.shorten_args);
+        }
+        Stage::PruneAll => {
+            o.keep = 0;
+            o.thinking = Thinking::Keep;
+        }
+        _ => {}
+    }
+    let mut doc = Some(doc);
+    let (mut cleared, mut clipped, mut shortened) = (Vec::new(), Vec::new(), Vec::new());
+    for (pass, max) in limits.into_iter().enumerate() {
+        if pass > 0 && st.total() <= budget {
+            break;
+        }
+        if stage == Stage::Clip {
+            let max = if max == 0 {
+                // The largest result loses the excess (and a little for the
+                // marker and framing), but never keeps more than the limit allows.
+                let excess = st.total().saturating_sub(budget) + CLIP_MARGIN;
+                let largest = st.count.messages.iter().map(|m| m.content).max();
+                largest
+                    .map_or(limit, |l| l.saturating_sub(excess))
+                    .max(limit)
+            } else {
+                max
+            };
+            o.max_tool_tokens = Some(max);
+        }
+        let d = doc
+            .take()
+            .unwrap_or_else(|| std::mem::replace(&mut st.doc, Document::placeholder()));
+        let (r, kept) = prune::prune_with(d, counter, &st.count, &o, st.structure.take())?;
+        st.structure = kept;
+        if opts.details {
+            cleared.extend(
+                r.cleared
+                    .iter()
+                    .map(|(i, t, k)| json!({"index": st.input_index(*i), "tool": t, "tokens": k})),
+            );
+            clipped.extend(r.clipped.iter().map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a})));
+            shortened.extend(r.shortened.iter().map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a})));
+        }
+        if !r.thinking.is_empty() {
+            report["thinking"] = r.thinking.iter().map(|&i| st.input_index(i)).collect();
+        }
+        let origins = (0..r.doc.messages().len()).map(Some).collect();
+        st.advance(counter, r.doc, origins, r.dropped, &r.recounted)?;
+    }
+    if opts.details {
+        report["cleared"] = json!(cleared);
+        report["clipped"] = json!(clipped);
+        if stage == Stage::Args {
+            report["shortened"] = json!(shortened);
+        }
+    }
+    Ok(())
+}
+
+/// The summarize stage: the oldest units become one summary, read from the original messages,
+/// keeping verbatim as many recent units as leave the summary its room.
+fn summarize_stage(
+    cx: &Ctx,
+    s: &Summarizer,
+    doc: Document,
+    pins: PinOptions,
+    task: Option<usize>,
+    st: &mut State,
+    report: &mut Value,
+) -> Result<()> {
+    let Ctx {
+        counter,
+        opts,
+        budget,
+        ..
+    } = *cx;
+    let mut o = opts.summarize.clone();
+    o.force = true;
+    o.pins = pins;
+    o.task = Some(task);
+    o.budget = Some(opts.budget);
+    // Only as much as needed: keep verbatim as many recent messages as the budget
+    // leaves room for beside the pinned ones and a summary at its bound.
+    let conv = Conversation::new(doc.messages(), doc.dialect);
+    let pinned = conv.pinned_messages(&o.pins)?;
+    let pinned_tokens: usize = (0..pinned.len())
+        .filter(|&i| pinned[i])
+        .map(|i| st.count.messages[i].total())
+        .sum();
+    // The summary is bounded by --max-summary-tokens and by what the kept messages
+    // leave; a quarter of the budget is room enough for one that says something.
+    let summary_room = s.max_summary_tokens().min(budget / 4);
+    let room =
+        budget.saturating_sub(st.count.fixed() + pinned_tokens + summary_room + SUMMARY_FRAME);
+    let mut used = 0;
+    let mut recent = 0;
+    for i in (0..pinned.len()).rev() {
+        let t = st.count.messages[i].total();
+        if !pinned[i] {
+            if used + t > room {
+                break;
+            }
+            used += t;
+        }
+        recent += 1;
+    }
+    o.keep_recent = recent.max(1);
+    // The summary reads the input's messages, not what earlier stages left of them
+    // (a cleared result's placeholder, shortened arguments).
+    let originals: Vec<Option<&Value>> = st
+        .origins
+        .iter()
+        .map(|o| o.and_then(|j| st.dropped.get(&j)).map(|d| &d.message))
+        .map(|m| m.filter(|m| !m.is_null()))
+        .collect();
+    // An offline engine costs little: find the most recent messages that can stay
+    // verbatim beside the summary (fewer summarized messages, a larger output), by
+    // bisection from the estimate up. The summary keeps its room: the kept messages
+    // must leave it `summary_room`, or its whole size when it says everything in
+    // less. A summary squeezed below that to make way for one more verbatim message
+    // loses more (the trail of the whole range) than the message brings.
+    if s.engine_name() != "llm" {
+        let fits = |k: usize| -> Result<bool> {
+            let mut t = o.clone();
+            t.keep_recent = k;
+            // The summary as the engine writes it when the budget does not bound it.
+            t.budget = Some(u64::MAX);
+            let r = summarize::summarize(doc.clone(), counter, &st.count, &t, s, &originals)?;
+            if r.skipped.is_some() || r.fallback.is_some() || r.covered.is_none() {
+                return Ok(false);
+            }
+            let kept = r.tokens_after - r.summary_tokens;
+            Ok(kept + r.summary_tokens.min(summary_room) <= budget)
+        };
+        let (mut lo, mut hi) = (o.keep_recent, pinned.len());
+        if lo < hi && fits(lo)? {
+            // The estimate is usually close: gallop up from it (1, 2, 4, ... more
+            // messages) to bracket the answer, then bisect, so a long document
+            // costs a few summaries rather than one per halving of its length.
+            let mut step = 1;
+            while lo + step < hi {
+                if fits(lo + step)? {
+                    lo += step;
+                    step *= 2;
+                } else {
+                    hi = lo + step;
+                    break;
+                }
+            }
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if fits(mid)? {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            o.keep_recent = lo;
+        }
+    }
+    let r = summarize::summarize(doc, counter, &st.count, &o, s, &originals)?;
+    report["engine"] = json!(s.engine_name());
+    if let Some(why) = &r.skipped {
+        report["skipped"] = json!(why);
+    }
+    if r.clipped {
+        report["clipped"] = json!(true);
+    }
+    report["summarized"] = if r.skipped.is_some() || r.fallback == Some("passthrough") {
+        json!([])
+    } else {
+        r.plan.range.iter().map(|&i| st.input_index(i)).collect()
+    };
+    if let Some(c) = r.covered {
+        report["messages_covered"] = json!(c);
+    }
+    if let Some(f) = r.fallback {
+        report["fallback"] = json!(f);
+        report["error"] = json!(r.error);
+    }
+    if let Some(m) = &r.model {
+        report["model"] = json!(m);
+    }
+    if r.summary_truncated {
+        report["summary_truncated"] = json!(true);
+    }
+    st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
+    Ok(())
+}
+
+/// A truncate stage (truncate, truncate-all, partial). Returns why the document cannot fit,
+/// when it cannot (a later stage may still go on from the same document).
+fn truncate_stage(
+    cx: &Ctx,
+    stage: Stage,
+    best_effort: bool,
+    doc: Document,
+    pins: PinOptions,
+    st: &mut State,
+    report: &mut Value,
+) -> Result<Option<String>> {
+    let Ctx {
+        counter,
+        opts,
+        budget,
+        ..
+    } = *cx;
+    // The prune stages' conversation model still describes the document; a stage
+    // after truncate reads it again.
+    let conv = st.structure.take().map(prune::Structure::into_conversation);
+    let mut o = opts.truncate.clone();
+    o.pins = pins;
+    o.partial = stage == Stage::Partial;
+    if best_effort {
+        // Old units go, but not the newest --keep tool exchanges: when that is not
+        // enough, every other unit goes and the later stages take the rest. (With
+        // no truncate-all after it, truncate removes whatever it must itself.)
+        o.protect_recent_exchanges = opts.prune.keep;
+        o.best_effort = true;
+    }
+    match truncate::truncate_with(doc, counter, &st.count, &o, conv) {
+        Ok(r) => {
+            if opts.details {
+                report["removed"] = r.removed.iter().map(|&i| st.input_index(i)).collect();
+            }
+            report["partial"] = r
+                .partial
+                .iter()
+                .map(|&(i, b, a)| json!({"index": st.input_index(i), "tokens_before": b, "tokens_after": a}))
+                .collect();
+            report["notes"] = json!(r.notes);
+            if r.tokens_after > budget {
+                report["short_of_budget"] = json!(true);
+            }
+            st.advance(counter, r.doc, r.origins, r.dropped, &[])?;
+        }
+        Err(e) => match e.downcast::<CannotFit>() {
+            Ok(cf) => {
+                report["cannot_fit"] = json!(cf.reason);
+                return Ok(Some(cf.reason));
+            }
+            Err(e) => return Err(e),
+        },
+    }
+    Ok(None)
 }
