@@ -715,26 +715,7 @@ pub fn summarize(
     }
     let at = out.plan.at;
 
-    // The summary's role: the configured one, never above a running summary's (text that came
-    // as a user message is never promoted to system), and user where it opens the conversation
-    // in place of a summarized user message (I7).
-    let role_of = |m: &Value| Role::parse(m.field("role"));
-    let user = Role::User.name();
-    let mut role = match (dialect.system_role(), s.summary_role) {
-        (None, _) | (_, SummaryRole::User) => user,
-        (Some(system), SummaryRole::System) => system,
-    };
-    if previous.is_some_and(|(i, _)| role_of(&msgs[i]) == Role::User) {
-        role = user;
-    }
-    if role != user && first_role(msgs) == Some(Role::User) {
-        let first_kept = (0..n).find(|&i| !removed[i] && !role_of(&msgs[i]).is_system());
-        let opens = first_kept.is_none_or(|k| k >= at);
-        let kept_user = first_kept.is_some_and(|k| role_of(&msgs[k]) == Role::User);
-        if opens && !kept_user {
-            role = user;
-        }
-    }
+    let role = summary_role(dialect, s.summary_role, msgs, previous, &removed, at);
     let header = format!("{HEADER_PREFIX}{covered}{HEADER_SUFFIX}");
     let make = |text: &str| dialect.text_message(role, &format!("{header}\n{text}"));
 
@@ -752,10 +733,6 @@ pub fn summarize(
         .summary_model
         .clone()
         .unwrap_or_else(|| counter.settings.model_name.clone());
-    let task_in_range = out
-        .plan
-        .task
-        .and_then(|(t, _)| out.plan.range.iter().position(|&i| i == t));
     let no_room = || {
         Failure::NoRoom(if room < replaced {
             format!(
@@ -774,19 +751,7 @@ pub fn summarize(
         if s.is_llm() {
             out.model = Some(summary_model.clone());
         }
-        let selected: Vec<Value> = out
-            .plan
-            .range
-            .iter()
-            .map(|&i| {
-                originals
-                    .get(i)
-                    .copied()
-                    .flatten()
-                    .unwrap_or(&msgs[i])
-                    .clone()
-            })
-            .collect();
+        let selected = read_range(&out.plan.range, msgs, originals);
         // The pinned messages before the summary, after a system prompt kept outside them.
         let body_system = dialect
             .system_key()
@@ -803,11 +768,7 @@ pub fn summarize(
             &summary_model,
             counter,
             bound,
-            match (task_in_range, out.plan.task) {
-                (Some(k), _) => crate::extractive::Task::InRange(k),
-                (None, Some(_)) => crate::extractive::Task::Kept,
-                (None, None) => crate::extractive::Task::None,
-            },
+            engine_task(&out.plan),
             &context,
         ) {
             Ok((t, cut_short)) => {
@@ -855,6 +816,75 @@ pub fn summarize(
         None => 0,
     };
 
+    place(&mut out, summary, &removed, at);
+    out.tokens_after = tokens_before - replaced + summary_tokens;
+    out.summary_tokens = summary_tokens;
+    out.latency_ms = started.elapsed().as_millis() as u64;
+    Ok(out)
+}
+
+/// The summary's role: the configured one, never above a running summary's (text that came as
+/// a user message is never promoted to system), and user where it opens the conversation in
+/// place of a summarized user message (I7).
+fn summary_role(
+    dialect: Dialect,
+    configured: SummaryRole,
+    msgs: &[Value],
+    previous: Option<(usize, usize)>,
+    removed: &[bool],
+    at: usize,
+) -> &'static str {
+    let n = msgs.len();
+    let role_of = |m: &Value| Role::parse(m.field("role"));
+    let user = Role::User.name();
+    let mut role = match (dialect.system_role(), configured) {
+        (None, _) | (_, SummaryRole::User) => user,
+        (Some(system), SummaryRole::System) => system,
+    };
+    if previous.is_some_and(|(i, _)| role_of(&msgs[i]) == Role::User) {
+        role = user;
+    }
+    if role != user && first_role(msgs) == Some(Role::User) {
+        let first_kept = (0..n).find(|&i| !removed[i] && !role_of(&msgs[i]).is_system());
+        let opens = first_kept.is_none_or(|k| k >= at);
+        let kept_user = first_kept.is_some_and(|k| role_of(&msgs[k]) == Role::User);
+        if opens && !kept_user {
+            role = user;
+        }
+    }
+    role
+}
+
+/// Where the task is, for the engine: in the range (its position there), kept, or nowhere.
+fn engine_task(plan: &Plan) -> crate::extractive::Task {
+    let task_in_range = plan
+        .task
+        .and_then(|(t, _)| plan.range.iter().position(|&i| i == t));
+    match (task_in_range, plan.task) {
+        (Some(k), _) => crate::extractive::Task::InRange(k),
+        (None, Some(_)) => crate::extractive::Task::Kept,
+        (None, None) => crate::extractive::Task::None,
+    }
+}
+
+/// The messages of `range`, each read from `originals` where given.
+fn read_range(range: &[usize], msgs: &[Value], originals: &[Option<&Value>]) -> Vec<Value> {
+    range
+        .iter()
+        .map(|&i| {
+            originals
+                .get(i)
+                .copied()
+                .flatten()
+                .unwrap_or(&msgs[i])
+                .clone()
+        })
+        .collect()
+}
+
+/// Puts `summary` in place at message `at` and removes the `removed` messages (for
+/// `--dropped`), recording where each output message came from.
+fn place(out: &mut Summarization, mut summary: Option<Value>, removed: &[bool], at: usize) {
     let originals = std::mem::take(out.doc.messages_mut());
     let mut kept = Vec::with_capacity(originals.len() + 1);
     let reason = if out.fallback.is_some() {
@@ -862,7 +892,6 @@ pub fn summarize(
     } else {
         "summarized"
     };
-    let mut summary = summary;
     for (i, m) in originals.into_iter().enumerate() {
         if i == at {
             if let Some(s) = summary.take() {
@@ -886,10 +915,6 @@ pub fn summarize(
         out.origins.push(None);
     }
     *out.doc.messages_mut() = kept;
-    out.tokens_after = tokens_before - replaced + summary_tokens;
-    out.summary_tokens = summary_tokens;
-    out.latency_ms = started.elapsed().as_millis() as u64;
-    Ok(out)
 }
 
 /// The role of the first non-system message.
