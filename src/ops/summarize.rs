@@ -665,6 +665,8 @@ fn bound_summary(
 /// The engine reads `originals[i]` in place of message `i` where it is given: fit passes the
 /// input's messages that an earlier stage rewrote (a cleared result's original output), so a
 /// summary is made from what the agent saw, not from placeholders.
+// About 150 lines: the bound, the engine call and the fallbacks share the summary's frame, room
+// and `--on-error`; its other steps are the functions below.
 pub fn summarize(
     doc: Document,
     counter: &Counter,

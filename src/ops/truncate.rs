@@ -204,6 +204,9 @@ pub fn truncate(
 
 /// `truncate`, with the conversation model of `doc` if the caller already has it (fit, after
 /// its prune stages, which leave the structure as it was).
+// Longer than ~150 lines: the removal loop, the I7 repair and best effort share and update
+// `keep`, `total`, the removal order and the notes' cost; splitting them further would pass
+// all of that between functions. Its other steps are the functions below.
 pub fn truncate_with(
     doc: Document,
     counter: &Counter,
