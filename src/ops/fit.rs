@@ -497,12 +497,7 @@ fn summarize_stage(
     st: &mut State,
     report: &mut Value,
 ) -> Result<()> {
-    let Ctx {
-        counter,
-        opts,
-        budget,
-        ..
-    } = *cx;
+    let (counter, opts, budget) = (cx.counter, cx.opts, cx.budget);
     let mut o = opts.summarize.clone();
     o.force = true;
     o.pins = pins;
@@ -628,12 +623,7 @@ fn truncate_stage(
     st: &mut State,
     report: &mut Value,
 ) -> Result<Option<String>> {
-    let Ctx {
-        counter,
-        opts,
-        budget,
-        ..
-    } = *cx;
+    let (counter, opts, budget) = (cx.counter, cx.opts, cx.budget);
     // The prune stages' conversation model still describes the document; a stage
     // after truncate reads it again.
     let conv = st.structure.take().map(prune::Structure::into_conversation);

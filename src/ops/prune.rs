@@ -565,12 +565,8 @@ impl Pass<'_> {
                 }
                 _ => {}
             }
-            if changed {
-                let (b, a) = self.recount(m)?;
+            if let Some((b, a)) = self.settle(m, changed, first_change, "clipped")? {
                 out.clipped.push((m, b, a));
-                self.reasons.entry(m).or_default().push("clipped");
-            } else if first_change {
-                self.originals.remove(&m);
             }
         }
         Ok(())
@@ -613,12 +609,8 @@ impl Pass<'_> {
                     changed |= shorten(args, enc, max)?;
                 }
             }
-            if changed {
-                let (b, a) = self.recount(i)?;
+            if let Some((b, a)) = self.settle(i, changed, first_change, "args")? {
                 out.shortened.push((i, b, a));
-                self.reasons.entry(i).or_default().push("args");
-            } else if first_change {
-                self.originals.remove(&i);
             }
         }
         Ok(())
@@ -653,6 +645,27 @@ impl Pass<'_> {
             }
         }
         Ok(())
+    }
+
+    /// After a step tried to change message `m`: when it changed, counts it again and notes
+    /// `why`, returning its tokens before and after; else forgets the original saved for it by
+    /// this step.
+    fn settle(
+        &mut self,
+        m: usize,
+        changed: bool,
+        first_change: bool,
+        why: &'static str,
+    ) -> Result<Option<(usize, usize)>> {
+        if changed {
+            let counts = self.recount(m)?;
+            self.reasons.entry(m).or_default().push(why);
+            return Ok(Some(counts));
+        }
+        if first_change {
+            self.originals.remove(&m);
+        }
+        Ok(None)
     }
 
     /// Counts message `m` again after a change (see [`recount`]).
