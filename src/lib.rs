@@ -24,6 +24,7 @@ pub mod image;
 pub mod input;
 pub mod llm;
 pub mod models;
+pub mod ops;
 pub mod output;
 pub mod profile;
 pub mod settings;

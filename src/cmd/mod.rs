@@ -19,6 +19,7 @@ pub mod summarize;
 pub mod truncate;
 pub mod usage;
 
+pub use crate::ops::{CannotFit, Dropped, Progress, SummarizerFailed};
 pub use exit::Exit;
 pub use run::{Filter, Run};
 
@@ -113,9 +114,6 @@ pub struct Env {
     /// binary gives one when stderr is a terminal. The library never writes to stderr itself.
     pub progress: Option<Progress>,
 }
-
-/// Takes one progress line (without the `ctx: ` prefix).
-pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Env {
     /// Reads the process environment.
@@ -250,21 +248,6 @@ pub fn exit_code(e: &anyhow::Error) -> Exit {
     }
 }
 
-/// The summarizer failed after its retries and `--on-error fail` (exit 4).
-#[derive(Debug)]
-pub struct SummarizerFailed {
-    /// What went wrong (never the API key).
-    pub reason: String,
-}
-
-impl std::fmt::Display for SummarizerFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "summarizer failed: {}", self.reason)
-    }
-}
-
-impl std::error::Error for SummarizerFailed {}
-
 /// `count --exact=required` got no count from the provider (exit 4).
 #[derive(Debug)]
 pub struct ExactCountFailed {
@@ -283,25 +266,6 @@ impl std::fmt::Display for ExactCountFailed {
 }
 
 impl std::error::Error for ExactCountFailed {}
-
-/// The budget is smaller than what must be kept (exit 3).
-#[derive(Debug)]
-pub struct CannotFit {
-    /// Why, in words: the budget, what must be kept, and what could help.
-    pub reason: String,
-    /// The document's tokens before anything was done.
-    pub tokens_before: usize,
-    /// The budget.
-    pub budget: u64,
-}
-
-impl std::fmt::Display for CannotFit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot fit in {} tokens: {}", self.budget, self.reason)
-    }
-}
-
-impl std::error::Error for CannotFit {}
 
 /// Budget flags of the commands that need a budget.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -384,15 +348,4 @@ impl SideArgs {
     pub fn report_to_stderr(&self) -> bool {
         self.report.as_deref() == Some(std::path::Path::new("-"))
     }
-}
-
-/// A removed or rewritten original message, for `--dropped`.
-#[derive(Debug, Clone)]
-pub struct Dropped {
-    /// Its index in the input document.
-    pub index: usize,
-    /// Why: `truncated`, `partial`, `cleared`, `clipped`, `thinking` (several joined by `,`).
-    pub reason: String,
-    /// The original message.
-    pub message: Value,
 }
