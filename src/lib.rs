@@ -45,21 +45,21 @@
 //! A document goes JSON → [`Document`] (the internal `document` module recognises its shape and
 //! dialect; `dialect` alone knows each message format, one module per API) → the conversation
 //! model (messages grouped into units, turns, the task and pins: `conversation`) → an operation
-//! (`cmd::{check, prune, truncate, summarize, fit}`: for now the operations share the files of
-//! their commands) → JSON. Counting (`counter`, `settings`, `models`, `tokenizer`, `image`)
-//! works out what the API bills. The operations' helpers: `clip`
-//! (middle-out cuts, placeholders), `args` (tool-call arguments), `excerpt` and `signals` (what a
-//! tool output shows), `extractive` and `shell` (the offline summary ledger), `llm` (the
-//! summarizer's HTTP client). These modules are private: the API above is the way in, and the
-//! `api` module is the one place that reaches them for it.
+//! (`ops::{check, prune, truncate, summarize, fit}`, with plain option structs) → JSON.
+//! Counting (`counter`, `settings`, `models`, `tokenizer`, `image`) works out what the API
+//! bills. The operations' helpers: `clip` (middle-out cuts, placeholders), `args` (tool-call
+//! arguments), `excerpt` and `signals` (what a tool output shows), `extractive` and `shell` (the
+//! offline summary ledger), `llm` (the summarizer's HTTP client). These modules are private: the
+//! API above is the way in, and the `api` module is the one place that reaches them for it.
+//! docs/architecture.md draws the layers.
 //!
 //! # Features
 //!
 //! `cli` (default) builds the `ctx` binary: its flag parsing (clap), its ctx.toml profiles
-//! (toml), and the modules only the binary uses, `cmd` (one file per command, the runner, the
-//! parallel map, the sidecars, exit codes), `input`, `output` and `profile`, which are public
-//! for the binary's sake and are no stable API. Embed with `default-features = false` to build
-//! the library alone.
+//! (toml), and the modules only the binary uses, `cmd` (each command's flags and runner, the
+//! runner skeleton, the parallel map, the sidecars, exit codes), `input`, `output` and
+//! `profile`, which are public for the binary's sake and are no stable API. Embed with
+//! `default-features = false` to build the library alone.
 
 #![warn(missing_docs)]
 
@@ -88,8 +88,6 @@ pub use api::{
     reason = "the doc comments of its flags are their --help text, where URLs stay plain"
 )]
 pub mod cmd;
-#[cfg(not(feature = "cli"))]
-mod cmd;
 #[cfg(feature = "cli")]
 mod exact;
 #[cfg(feature = "cli")]
@@ -110,6 +108,7 @@ mod extractive;
 mod image;
 mod llm;
 mod models;
+mod ops;
 mod settings;
 mod shell;
 mod signals;

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::cmd::{CannotFit, SummarizerFailed};
+use crate::ops::{CannotFit, SummarizerFailed};
 
 /// A result whose error is the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

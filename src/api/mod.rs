@@ -22,20 +22,20 @@ pub use self::ops::{
     FitOptions, PruneOptions, Rewritten, SummarizeOptions, TruncateOptions, fit, prune, summarize,
     truncate,
 };
-pub use crate::cmd::Dropped;
-pub use crate::cmd::check::{Finding, Severity};
-pub use crate::cmd::prune::Thinking;
-pub use crate::cmd::summarize::{OnError, SummaryRole};
-pub use crate::cmd::truncate::Strategy;
+pub use crate::ops::Dropped;
+pub use crate::ops::check::{Finding, Severity};
+pub use crate::ops::prune::Thinking;
+pub use crate::ops::summarize::{OnError, SummaryRole};
+pub use crate::ops::truncate::Strategy;
 pub use crate::settings::Budget;
 pub use crate::tokenizer::Encoding;
 
 // The operations behind the commands: the one place their paths are written.
-use crate::cmd::check as check_op;
-use crate::cmd::fit as fit_op;
-use crate::cmd::prune as prune_op;
-use crate::cmd::summarize as summarize_op;
-use crate::cmd::truncate as truncate_op;
+use crate::ops::check as check_op;
+use crate::ops::fit as fit_op;
+use crate::ops::prune as prune_op;
+use crate::ops::summarize as summarize_op;
+use crate::ops::truncate as truncate_op;
 
 use crate::counter::Counter;
 use crate::document;

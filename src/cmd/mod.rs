@@ -5,54 +5,38 @@
 //! (`prune::PruneFlags` and `truncate::TruncateFlags` in `fit`, `summarize::SummaryArgs`). The
 //! steps every command takes for each document are written once, in `runner`.
 //!
-//! This is the command line's module: public with the `cli` feature only because the `ctx`
-//! binary is a crate of its own, and no stable API (the library's is at the crate root). Its
-//! clap flags, runners and process plumbing are compiled only with `cli`; the operations that
-//! still share the commands' files (check, prune, truncate, summarize, fit) are compiled
-//! always, since the library's API calls them.
+//! This is the command line's module, compiled only with the `cli` feature: public because the
+//! `ctx` binary is a crate of its own, and no stable API (the library's is at the crate root).
 
 pub mod check;
-#[cfg(feature = "cli")]
 pub mod count;
-#[cfg(feature = "cli")]
 pub mod exit;
 pub mod fit;
-#[cfg(feature = "cli")]
 pub mod models;
-#[cfg(feature = "cli")]
 pub mod pool;
 pub mod prune;
-#[cfg(feature = "cli")]
 pub mod run;
-#[cfg(feature = "cli")]
 mod runner;
-#[cfg(feature = "cli")]
 pub mod sidecar;
 pub mod summarize;
 pub mod truncate;
-#[cfg(feature = "cli")]
 pub mod usage;
 
-#[cfg(feature = "cli")]
+pub use crate::ops::Progress;
+pub(crate) use crate::ops::{CannotFit, Dropped, SummarizerFailed};
 pub use exit::Exit;
-#[cfg(feature = "cli")]
 pub use run::{Filter, Run};
 
-#[cfg(feature = "cli")]
 use std::path::PathBuf;
 use std::sync::Arc;
 
-#[cfg(feature = "cli")]
 use anyhow::Result;
 use serde_json::Value;
 
-#[cfg(feature = "cli")]
 use crate::document::{Dialect, Document};
-#[cfg(feature = "cli")]
 use crate::settings::{Budget, InputLimit, ModelOptions, Settings};
 
 /// Input flags shared by every command that reads documents.
-#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct InputArgs {
     /// Input files (JSON, several documents, or JSON Lines); stdin when none or `-`.
@@ -73,7 +57,6 @@ pub struct InputArgs {
 /// The parser of a flag whose value is one of `all`, spelt as `name` spells it: help lists the
 /// names, and any other value gets clap's error with its suggestion. It keeps the enums the
 /// operations take (`--thinking`, `--strategy`, `--stages`, ...) free of clap.
-#[cfg(feature = "cli")]
 pub(crate) fn one_of<T: Copy + Send + Sync + 'static>(
     all: &'static [T],
     name: fn(T) -> &'static str,
@@ -88,7 +71,7 @@ pub(crate) fn one_of<T: Copy + Send + Sync + 'static>(
 }
 
 /// A command's flags parsed from `line` (which starts with the command's name), for tests.
-#[cfg(all(test, feature = "cli"))]
+#[cfg(test)]
 pub(crate) fn parse_flags<A: clap::Args>(line: &[&str]) -> A {
     let matches = A::augment_args(clap::Command::new("ctx"))
         .try_get_matches_from(line)
@@ -97,7 +80,6 @@ pub(crate) fn parse_flags<A: clap::Args>(line: &[&str]) -> A {
 }
 
 /// Output flags shared by every command.
-#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct OutputArgs {
     /// Compact output: one line per document.
@@ -116,7 +98,6 @@ pub struct OutputArgs {
 
 /// The environment a run reads, captured once at start so that processing stays pure. `Debug`
 /// redacts the keys and the base URLs' credentials.
-#[cfg(feature = "cli")]
 #[derive(Clone, Default)]
 pub struct Env {
     /// `$CTX_MODEL`.
@@ -138,10 +119,6 @@ pub struct Env {
     pub progress: Option<Progress>,
 }
 
-/// Takes one progress line (without the `ctx: ` prefix).
-pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
-
-#[cfg(feature = "cli")]
 impl Env {
     /// Reads the process environment.
     pub fn from_process() -> Env {
@@ -159,7 +136,6 @@ impl Env {
     }
 }
 
-#[cfg(feature = "cli")]
 impl std::fmt::Debug for Env {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let key = |k: &Option<String>| k.as_ref().map(|_| "[redacted]");
@@ -178,7 +154,6 @@ impl std::fmt::Debug for Env {
 }
 
 /// What processing one document produced.
-#[cfg(feature = "cli")]
 #[derive(Debug, Default)]
 pub struct Outcome {
     /// The rendered output document (written with one write).
@@ -194,7 +169,6 @@ pub struct Outcome {
 }
 
 /// A document ready for a command: recognised, with its model resolved.
-#[cfg(feature = "cli")]
 pub struct Prepared {
     pub doc: Document,
     pub settings: Settings,
@@ -204,7 +178,6 @@ pub struct Prepared {
 /// Recognises a document and resolves its model settings, for `count`. A message without a
 /// `role` is an input error; a document that mixes the two dialects gets a warning (it is
 /// counted whole).
-#[cfg(feature = "cli")]
 pub fn prepare_to_count(
     value: Value,
     input: &InputArgs,
@@ -234,7 +207,6 @@ pub fn prepare_to_count(
 /// [`prepare_to_count`] for the commands that remove or rewrite messages: also refuses a
 /// document whose tool calls or results are written in the other dialect than the one it is
 /// read as, since they could not be paired safely.
-#[cfg(feature = "cli")]
 pub fn prepare(
     value: Value,
     input: &InputArgs,
@@ -247,7 +219,6 @@ pub fn prepare(
     Ok(p)
 }
 
-#[cfg(feature = "cli")]
 impl Prepared {
     /// The most input a request for this document may hold: the window minus the reserve
     /// (`reserve`, else the body's max_tokens / max_completion_tokens, else 4096); `None` when
@@ -269,7 +240,6 @@ impl Prepared {
 /// The exit for a failed document (SPEC §5): [`Exit::CannotFit`] when it cannot fit its
 /// budget, [`Exit::SummarizerFailed`] when the summarizer or a provider's count
 /// (`--exact=required`) failed, else [`Exit::UsageOrInput`].
-#[cfg(feature = "cli")]
 pub fn exit_code(e: &anyhow::Error) -> Exit {
     if e.downcast_ref::<CannotFit>().is_some() {
         Exit::CannotFit
@@ -282,30 +252,13 @@ pub fn exit_code(e: &anyhow::Error) -> Exit {
     }
 }
 
-/// The summarizer failed after its retries and `--on-error fail` (exit 4).
-#[derive(Debug)]
-pub struct SummarizerFailed {
-    /// What went wrong (never the API key).
-    pub reason: String,
-}
-
-impl std::fmt::Display for SummarizerFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "summarizer failed: {}", self.reason)
-    }
-}
-
-impl std::error::Error for SummarizerFailed {}
-
 /// `count --exact=required` got no count from the provider (exit 4).
-#[cfg(feature = "cli")]
 #[derive(Debug)]
 pub struct ExactCountFailed {
     /// Why, naming the provider (never the API key).
     pub reason: String,
 }
 
-#[cfg(feature = "cli")]
 impl std::fmt::Display for ExactCountFailed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -316,34 +269,9 @@ impl std::fmt::Display for ExactCountFailed {
     }
 }
 
-#[cfg(feature = "cli")]
 impl std::error::Error for ExactCountFailed {}
 
-/// The budget is smaller than what must be kept (exit 3).
-#[derive(Debug)]
-pub struct CannotFit {
-    /// Why, in words: the budget, what must be kept, and what could help.
-    pub reason: String,
-    /// The document's tokens before anything was done.
-    #[cfg_attr(
-        not(feature = "cli"),
-        expect(dead_code, reason = "read by the command line's --report")
-    )]
-    pub tokens_before: usize,
-    /// The budget.
-    pub budget: u64,
-}
-
-impl std::fmt::Display for CannotFit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot fit in {} tokens: {}", self.budget, self.reason)
-    }
-}
-
-impl std::error::Error for CannotFit {}
-
 /// Budget flags of the commands that need a budget.
-#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct BudgetArgs {
     /// Token budget: N tokens, or P% of the context window (default: the window minus the
@@ -358,7 +286,6 @@ pub struct BudgetArgs {
     pub reserve: Option<u64>,
 }
 
-#[cfg(feature = "cli")]
 impl BudgetArgs {
     /// The budget for a document: `--budget` (lowered to the window minus the reserve, with a
     /// warning in `p`), else the window minus the reserve.
@@ -373,7 +300,6 @@ impl BudgetArgs {
 }
 
 /// Which messages must never be removed or rewritten, beyond system messages and the task.
-#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct PinArgs {
     /// Also pin the units of these messages (input indices; negative counts from the end).
@@ -394,7 +320,6 @@ pub struct PinArgs {
     pub no_keep_task: bool,
 }
 
-#[cfg(feature = "cli")]
 impl PinArgs {
     /// The pin options of these flags.
     pub fn pins(&self) -> crate::conversation::PinOptions {
@@ -407,7 +332,6 @@ impl PinArgs {
 }
 
 /// Where the commands that change messages record what they did.
-#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SideArgs {
     /// Write a JSON line per document (what was removed or rewritten, tokens before and after)
@@ -423,23 +347,9 @@ pub struct SideArgs {
     pub dropped: Option<PathBuf>,
 }
 
-#[cfg(feature = "cli")]
 impl SideArgs {
     /// Whether the report goes to stderr (`--report -`), where it must stay JSON Lines.
     pub fn report_to_stderr(&self) -> bool {
         self.report.as_deref() == Some(std::path::Path::new("-"))
     }
-}
-
-/// A removed or rewritten original message, for `--dropped`.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Dropped {
-    /// Its index in the input document.
-    pub index: usize,
-    /// Why: `truncated`, `partial`, `summarized`, `cleared`, `clipped`, `args`, `thinking`
-    /// (several joined by `,`).
-    pub reason: String,
-    /// The original message.
-    pub message: Value,
 }

@@ -1,47 +1,15 @@
-//! `ctx prune`: shrink old tool traffic without removing messages (SPEC §4).
-//!
-//! Anthropic-style context editing for any provider: older tool results are replaced by a
-//! placeholder that keeps the message, its id and what an engineer looks at first (the call, the
-//! size, whether it failed, the first, last, error and test-outcome lines), huge results are
-//! clipped middle-out, long values in old calls' arguments are cut to their start, and old
-//! reasoning can be dropped. No message is removed and no pair is broken, so the output is as
-//! valid as the input. With a budget, each step stops as soon as the document fits, oldest first.
-//! [`prune`] is the one implementation; `fit`'s prune stages call it. Token counts of changed
-//! messages are worked out from the counts the caller passes in, so a message is tokenized again
-//! only where that cannot be avoided (a clipped or shortened message, once).
+//! `ctx prune`'s flags and runner; the operation is [`crate::ops::prune`].
 
-use std::collections::{BTreeMap, HashSet};
-
-use anyhow::Result;
-#[cfg(feature = "cli")]
-use anyhow::bail;
+use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
-use super::Dropped;
-#[cfg(feature = "cli")]
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
-#[cfg(feature = "cli")]
 use super::{CannotFit, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
-use crate::args::{short_form, shorten};
-use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
-use crate::conversation::{CallRef, Conversation, PinOptions, Role};
-use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
-use crate::dialect::{Piece, pieces, pointer, text_of};
-use crate::document::Document;
-use crate::excerpt::{MAX_PLACEHOLDER_TOKENS, placeholder};
-#[cfg(feature = "cli")]
+use crate::clip::DEFAULT_PLACEHOLDER;
 use crate::input::Origin;
-#[cfg(feature = "cli")]
 use crate::settings::{Budget, ModelArgs};
 
-/// The default `--min-saving`: a result is cleared only when that saves at least this many
-/// tokens, counted against the placeholder's bound (80 tokens): a result under 280 tokens (a
-/// short error, a test summary, a few lines of a file) is worth more to the next turn than what
-/// clearing it would save.
-pub const DEFAULT_MIN_SAVING: usize = 200;
-
-/// The default `--keep`: the newest tool results kept verbatim.
-pub const DEFAULT_KEEP: usize = 3;
+pub(crate) use crate::ops::prune::{DEFAULT_KEEP, DEFAULT_MIN_SAVING, Options, Thinking, prune};
 
 /// Clear old tool results (and optionally old reasoning), keeping every message and id.
 ///
@@ -63,7 +31,6 @@ pub const DEFAULT_KEEP: usize = 3;
 ///
 /// Exit codes: 0 ok; 2 bad input or flags; 3 with --budget, the document does not fit even
 /// after everything prune may do (nothing is written for it).
-#[cfg(feature = "cli")]
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -118,7 +85,6 @@ pub struct Args {
 }
 
 /// How tool results are cleared: the flags `prune` shares with `fit`'s prune stages.
-#[cfg(feature = "cli")]
 #[derive(clap::Args, Clone, Debug)]
 pub struct PruneFlags {
     /// Most recent tool results kept verbatim (each result of a parallel call counts; results
@@ -154,7 +120,6 @@ pub struct PruneFlags {
     pub include_errors: bool,
 }
 
-#[cfg(feature = "cli")]
 impl PruneFlags {
     /// The options these flags set, the others as [`Options::default`] has them.
     pub fn options(&self) -> Options {
@@ -171,7 +136,6 @@ impl PruneFlags {
     }
 }
 
-#[cfg(feature = "cli")]
 impl Args {
     /// `prune`'s options from its flags, without a trigger or a budget: those are resolved for
     /// each document, against its window.
@@ -187,609 +151,7 @@ impl Args {
     }
 }
 
-/// `--thinking` choices: which reasoning (thinking, redacted_thinking, reasoning_content) is
-/// dropped. Never from an unfinished tool loop, whose reasoning the API requires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Thinking {
-    /// None.
-    Keep,
-    /// That of older assistant turns.
-    Old,
-    /// That of every assistant turn.
-    All,
-}
-
-impl Thinking {
-    /// Every choice.
-    #[cfg(feature = "cli")]
-    pub(crate) const ALL: [Thinking; 3] = [Thinking::Keep, Thinking::Old, Thinking::All];
-
-    /// The choice as `--thinking` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Thinking::Keep => "keep",
-            Thinking::Old => "old",
-            Thinking::All => "all",
-        }
-    }
-}
-
-/// What to prune and how.
-#[derive(Clone, Debug)]
-pub struct Options {
-    pub keep: usize,
-    pub placeholder: String,
-    /// Resolved `--trigger` in tokens.
-    pub trigger: Option<u64>,
-    pub clear_at_least: Option<usize>,
-    pub exclude_tools: Vec<String>,
-    pub clear_inputs: bool,
-    pub max_tool_tokens: Option<usize>,
-    pub thinking: Thinking,
-    pub include_errors: bool,
-    pub pins: PinOptions,
-    /// Copy the original of every changed message into `Pruning::dropped` (for `--dropped`);
-    /// without it their `message` is null and nothing is copied.
-    pub keep_originals: bool,
-    /// Resolved `--budget` in tokens: clearing, clipping and shortening go oldest first and
-    /// stop as soon as the document is within it (reasoning is dropped regardless). The result
-    /// may still be over it: the caller decides what that means.
-    pub budget: Option<u64>,
-    /// Never clear or clip a result in the conversation's newest unit (`fit` sets it, so the
-    /// output the model just asked for survives). Shortening never touches that unit anyway.
-    pub protect_newest_unit: bool,
-    /// `--min-saving`: clear a result only when that saves at least this many tokens.
-    pub min_saving: usize,
-    /// `--shorten-args`: cut string values over this many tokens inside old calls' arguments.
-    pub shorten_args: Option<usize>,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            keep: DEFAULT_KEEP,
-            placeholder: DEFAULT_PLACEHOLDER.to_string(),
-            trigger: None,
-            clear_at_least: None,
-            exclude_tools: Vec::new(),
-            clear_inputs: false,
-            max_tool_tokens: None,
-            thinking: Thinking::Keep,
-            include_errors: false,
-            pins: PinOptions::default(),
-            keep_originals: true,
-            budget: None,
-            protect_newest_unit: false,
-            min_saving: DEFAULT_MIN_SAVING,
-            shorten_args: None,
-        }
-    }
-}
-
-/// What pruning did to one document.
-#[derive(Debug)]
-pub struct Pruning {
-    pub doc: Document,
-    pub tokens_before: usize,
-    pub tokens_after: usize,
-    /// False when `--trigger` or `--clear-at-least` held it back.
-    pub triggered: bool,
-    /// (message index, tool, tokens of the cleared result).
-    pub cleared: Vec<(usize, String, usize)>,
-    /// For each entry of `cleared`, the failure status its placeholder shows
-    /// (`failed (exit code 1)`, `failed`, `exit code 0`), if any.
-    pub cleared_status: Vec<Option<String>>,
-    /// (message index, tokens before, tokens after) of clipped results.
-    pub clipped: Vec<(usize, usize, usize)>,
-    /// (message index, tokens before, tokens after) of messages whose calls' arguments were
-    /// shortened.
-    pub shortened: Vec<(usize, usize, usize)>,
-    /// Messages whose reasoning was dropped.
-    pub thinking: Vec<usize>,
-    pub dropped: Vec<Dropped>,
-    /// The new count of every changed message (the messages of `dropped`), in the same order,
-    /// so that callers need not tokenize them again.
-    pub recounted: Vec<MessageTokens>,
-}
-
-impl Pruning {
-    /// The report's `cleared`, `clipped` and `shortened` lists, message indices written by
-    /// `index` (the identity for `prune`; `fit` maps them back to its input).
-    #[cfg(feature = "cli")]
-    pub fn report_lists(&self, index: impl Fn(usize) -> Value) -> Map<String, Value> {
-        let cleared = self
-            .cleared
-            .iter()
-            .zip(&self.cleared_status)
-            .map(|((i, tool, tokens), status)| {
-                let mut e = json!({"index": index(*i), "tool": tool, "tokens": tokens});
-                if let Some(s) = status {
-                    e["status"] = json!(s);
-                }
-                e
-            })
-            .collect();
-        let changed = |list: &[(usize, usize, usize)]| -> Value {
-            list.iter()
-                .map(|&(i, b, a)| json!({"index": index(i), "tokens_before": b, "tokens_after": a}))
-                .collect()
-        };
-        let mut out = Map::new();
-        out.insert("cleared".into(), cleared);
-        out.insert("clipped".into(), changed(&self.clipped));
-        out.insert("shortened".into(), changed(&self.shortened));
-        out
-    }
-}
-
-/// One tool result in the document.
-struct ResultRef {
-    message: usize,
-    /// JSON pointer to the value holding the result's content (`/content` for a tool message,
-    /// `/content/2/content` for an Anthropic block).
-    pointer: String,
-    tool: String,
-    /// The call it answers.
-    call: Option<CallRef>,
-    is_error: bool,
-    pinned: bool,
-}
-
-/// Prunes `doc` (already counted as `count`).
-pub fn prune(
-    doc: Document,
-    counter: &Counter,
-    count: &DocumentCount,
-    opts: &Options,
-) -> Result<Pruning> {
-    prune_with(doc, counter, count, opts, None).map(|(pruning, _)| pruning)
-}
-
-/// What prune reads of a document's structure before changing anything: its conversation
-/// model, pins and tool results. Clearing, clipping and shortening leave that structure as it
-/// was, so fit hands it from one prune stage to the next instead of reading it again.
-pub struct Structure {
-    conv: Conversation,
-    pinned: Vec<bool>,
-    results: Vec<ResultRef>,
-}
-
-impl Structure {
-    /// The conversation model, for a later stage that needs it.
-    pub fn into_conversation(self) -> Conversation {
-        self.conv
-    }
-}
-
-/// `prune`, reusing `structure` if an earlier prune of this same document (with the same pins)
-/// returned it. Returns the structure again when it is still valid for the pruned document
-/// (it is not once reasoning blocks were dropped, which moves content blocks).
-pub fn prune_with(
-    doc: Document,
-    counter: &Counter,
-    count: &DocumentCount,
-    opts: &Options,
-    structure: Option<Structure>,
-) -> Result<(Pruning, Option<Structure>)> {
-    let tokens_before = count.total();
-    let mut out = Pruning {
-        doc,
-        tokens_before,
-        tokens_after: tokens_before,
-        triggered: true,
-        cleared: Vec::new(),
-        cleared_status: Vec::new(),
-        clipped: Vec::new(),
-        shortened: Vec::new(),
-        thinking: Vec::new(),
-        dropped: Vec::new(),
-        recounted: Vec::new(),
-    };
-    if opts.trigger.is_some_and(|t| tokens_before as u64 <= t) {
-        out.triggered = false;
-        return Ok((out, structure));
-    }
-    let template = Template::parse(&opts.placeholder);
-    let dialect = out.doc.dialect;
-    let enc = counter.settings.encoding;
-    let Structure {
-        conv,
-        pinned,
-        results,
-    } = match structure {
-        Some(s) => s,
-        None => {
-            let conv = Conversation::new(out.doc.messages(), dialect);
-            let pinned = conv.pinned_messages(&opts.pins)?;
-            let results = tool_results(&conv, &pinned);
-            Structure {
-                conv,
-                pinned,
-                results,
-            }
-        }
-    };
-    let mut messages = std::mem::take(out.doc.messages_mut());
-    let mut reasons: BTreeMap<usize, Vec<&'static str>> = BTreeMap::new();
-    // Every changed message, with its original before the first change when it is needed
-    // (for --dropped, or to undo step 1): copied only when a message is about to change.
-    let copy = opts.keep_originals || opts.clear_at_least.is_some();
-    let mut originals: BTreeMap<usize, Option<Value>> = BTreeMap::new();
-    let save = |originals: &mut BTreeMap<usize, Option<Value>>, messages: &[Value], m: usize| {
-        originals
-            .entry(m)
-            .or_insert_with(|| copy.then(|| messages[m].clone()));
-    };
-    // The count of every changed message as it is now, and the document's total: kept exact at
-    // every step (so a budget stops each step at the right place) without tokenizing whole
-    // messages again where the change is known.
-    let mut now: BTreeMap<usize, MessageTokens> = BTreeMap::new();
-    let mut total = tokens_before;
-    let over = |total: usize| opts.budget.is_none_or(|b| total as u64 > b);
-    let newest_unit = conv.units.len().checked_sub(1);
-    let in_newest_unit = |m: usize| newest_unit == Some(conv.messages[m].unit);
-    let is_placeholder = |messages: &[Value], r: &ResultRef| {
-        pointer::get(&messages[r.message], &r.pointer)
-            .and_then(Value::as_str)
-            .is_some_and(|t| template.matches(t))
-    };
-
-    // 1. Clear older results, oldest first.
-    let eligible: Vec<&ResultRef> = results
-        .iter()
-        .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
-        .filter(|r| opts.include_errors || !r.is_error)
-        .filter(|r| !is_placeholder(&messages, r))
-        .collect();
-    let (to_clear, kept) = eligible.split_at(eligible.len().saturating_sub(opts.keep));
-    for r in to_clear {
-        if !over(total) {
-            break;
-        }
-        if opts.protect_newest_unit && in_newest_unit(r.message) {
-            continue;
-        }
-        let m = r.message;
-        // The saving is measured against the placeholder's bound, not against how this
-        // output's lines happen to render: the decision then only grows with the result's size,
-        // so a result a run leaves (or clips, or whose call it shortens) is left by the next
-        // run too (idempotence, SPEC §2 I6).
-        let bound = opts.min_saving.saturating_add(MAX_PLACEHOLDER_TOKENS);
-        // A result is part of its message: when the whole message is under the bound (its count
-        // is known), the result is not tokenized to find out.
-        if now.get(&m).copied().unwrap_or(count.messages[m]).total() < bound {
-            continue;
-        }
-        // The message's string `content`, whose tokens counting the document found.
-        let whole_message = r.pointer == "/content" && !now.contains_key(&m);
-        let cost = match pointer::get(&messages[m], &r.pointer) {
-            None => continue,
-            // A whole tool message: its content's tokens are already known from counting the
-            // document, so it is not tokenized a second time.
-            Some(Value::String(_)) if whole_message => count.messages[m].text,
-            Some(_) => value_cost(
-                counter,
-                pointer::get_mut(&mut messages[m], &r.pointer).expect("located"),
-            )?,
-        };
-        if cost == 0 || cost < bound {
-            continue; // Clearing cannot save enough.
-        }
-        let value = pointer::get(&messages[m], &r.pointer).expect("located");
-        let text = text_of(value, None);
-        let args = r
-            .call
-            .filter(|_| template.has(Var::Args))
-            .and_then(|c| pointer::get(&messages[c.message], &conv.call(c).args))
-            .map(short_form)
-            .unwrap_or_default();
-        let p = placeholder(&template, enc, &r.tool, &args, &text, r.is_error, cost)?;
-        let saving = cost.saturating_sub(p.tokens);
-        if saving == 0
-            || cost
-                < opts
-                    .min_saving
-                    .saturating_add(p.tokens.max(MAX_PLACEHOLDER_TOKENS))
-        {
-            continue; // Not worth what the output holds beyond its placeholder.
-        }
-        save(&mut originals, &messages, m);
-        *pointer::get_mut(&mut messages[m], &r.pointer).expect("located") = Value::String(p.text);
-        // The message's count is additive over its parts, so its new count follows from the
-        // old one and the placeholder's.
-        let old = now.get(&m).copied().unwrap_or(count.messages[m]);
-        let text_tokens = if r.pointer == "/content" {
-            p.tokens
-        } else {
-            old.text
-        };
-        now.insert(
-            m,
-            MessageTokens {
-                content: old.content - saving,
-                text: text_tokens,
-                ..old
-            },
-        );
-        total -= saving;
-        if opts.clear_inputs {
-            if let Some(cref) = r.call {
-                let (c, call) = (&cref.message, conv.call(cref));
-                let ptr = &call.args;
-                let empty = match pointer::get(&messages[*c], ptr) {
-                    Some(Value::String(s)) if s != "{}" => Some(Value::String("{}".into())),
-                    Some(v) if !v.is_string() && *v != json!({}) => Some(json!({})),
-                    _ => None,
-                };
-                if let Some(empty) = empty {
-                    save(&mut originals, &messages, *c);
-                    let args = pointer::get_mut(&mut messages[*c], ptr).expect("located");
-                    let before = counter.args(args, call.encoded)?;
-                    let after = counter.args(&empty, call.encoded)?;
-                    *args = empty;
-                    let old = now.get(c).copied().unwrap_or(count.messages[*c]);
-                    now.insert(
-                        *c,
-                        MessageTokens {
-                            content: old.content + after - before,
-                            ..old
-                        },
-                    );
-                    total = total + after - before;
-                }
-            }
-        }
-        out.cleared.push((m, r.tool.clone(), cost));
-        out.cleared_status.push(p.status);
-    }
-    if !out.cleared.is_empty() {
-        // Every message step 1 changed: the cleared results and the calls whose inputs it
-        // cleared.
-        let saved = tokens_before - total;
-        if opts.clear_at_least.is_some_and(|min| saved < min) {
-            // Not worth it: every message goes back to what it was.
-            for (&m, original) in &originals {
-                messages[m] = original
-                    .clone()
-                    .expect("copied when --clear-at-least is set");
-            }
-            originals.clear();
-            now.clear();
-            total = tokens_before;
-            out.cleared.clear();
-            out.cleared_status.clear();
-            out.triggered = false;
-        } else {
-            for &m in originals.keys() {
-                reasons.entry(m).or_default().push("cleared");
-            }
-        }
-    }
-
-    // 2. Clip results over --max-tool-tokens, kept ones included, oldest first.
-    if let Some(max) = opts.max_tool_tokens {
-        for r in results
-            .iter()
-            .filter(|r| !r.pinned && !opts.exclude_tools.contains(&r.tool))
-        {
-            if !over(total) {
-                break;
-            }
-            if opts.protect_newest_unit && in_newest_unit(r.message) {
-                continue;
-            }
-            if is_placeholder(&messages, r) {
-                continue; // A placeholder is never clipped.
-            }
-            let m = r.message;
-            let before = now.get(&m).copied().unwrap_or(count.messages[m]);
-            if !now.contains_key(&m) && before.content <= max {
-                continue; // Its whole text is within the limit: no need to tokenize it again.
-            }
-            if pointer::get(&messages[m], &r.pointer).is_none() {
-                continue;
-            }
-            let first_change = !originals.contains_key(&m);
-            save(&mut originals, &messages, m);
-            let mut changed = false;
-            let value = pointer::get_mut(&mut messages[m], &r.pointer).expect("located");
-            match value {
-                Value::String(s) => {
-                    if let Some(c) = clip_middle(enc, s, max)? {
-                        *s = c;
-                        changed = true;
-                    }
-                }
-                Value::Array(blocks) => {
-                    // The text parts share the limit.
-                    let texts: Vec<usize> = pieces(blocks)
-                        .enumerate()
-                        .filter_map(|(i, (_, piece))| matches!(piece, Piece::Text(_)).then_some(i))
-                        .collect();
-                    let total: usize = texts
-                        .iter()
-                        .map(|&i| counter.text(blocks[i]["text"].as_str().unwrap_or("")))
-                        .sum::<Result<usize>>()?;
-                    if total > max {
-                        let share = max / texts.len().max(1);
-                        for &i in &texts {
-                            let t = blocks[i]["text"].as_str().unwrap_or("").to_string();
-                            if let Some(c) = clip_middle(enc, &t, share)? {
-                                blocks[i]["text"] = Value::String(c);
-                                changed = true;
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
-            if changed {
-                let (b, a) = recount(counter, &messages[m], m, count, &mut now, &mut total)?;
-                out.clipped.push((m, b, a));
-                reasons.entry(m).or_default().push("clipped");
-            } else if first_change {
-                originals.remove(&m);
-            }
-        }
-    }
-
-    // 3. Shorten long values in old calls' arguments, oldest first. The calls of the results
-    // --keep keeps, the newest unit and pinned messages are left alone.
-    if let Some(max) = opts.shorten_args {
-        let protected: HashSet<CallRef> = kept.iter().filter_map(|r| r.call).collect();
-        for (i, m) in conv.messages.iter().enumerate() {
-            if !over(total) {
-                break;
-            }
-            if m.calls.is_empty() || pinned[i] || in_newest_unit(i) {
-                continue;
-            }
-            let first_change = !originals.contains_key(&i);
-            save(&mut originals, &messages, i);
-            let mut changed = false;
-            for (k, call) in m.calls.iter().enumerate() {
-                if call
-                    .name
-                    .as_ref()
-                    .is_some_and(|n| opts.exclude_tools.contains(n))
-                {
-                    continue;
-                }
-                if protected.contains(&CallRef {
-                    message: i,
-                    call: k,
-                }) {
-                    continue;
-                }
-                if let Some(args) = pointer::get_mut(&mut messages[i], &call.args) {
-                    changed |= shorten(args, enc, max)?;
-                }
-            }
-            if changed {
-                let (b, a) = recount(counter, &messages[i], i, count, &mut now, &mut total)?;
-                out.shortened.push((i, b, a));
-                reasons.entry(i).or_default().push("args");
-            } else if first_change {
-                originals.remove(&i);
-            }
-        }
-    }
-
-    // 4. Drop reasoning from older (or all) assistant turns, never from an unfinished loop.
-    if opts.thinking != Thinking::Keep {
-        let last_turn = conv.turns.last().copied().unwrap_or(0);
-        let unfinished = conv.messages.last().is_some_and(|m| {
-            !m.results.is_empty() || (m.role == Role::Assistant && !m.calls.is_empty())
-        });
-        for (i, m) in conv.messages.iter().enumerate() {
-            if m.role != Role::Assistant || pinned[i] {
-                continue;
-            }
-            let old = i < last_turn;
-            let protected = unfinished && i > last_turn;
-            let drop = match opts.thinking {
-                Thinking::Keep => false,
-                Thinking::Old => old,
-                Thinking::All => !protected,
-            };
-            if drop && dialect.has_reasoning(&messages[i]) {
-                save(&mut originals, &messages, i);
-                dialect.drop_reasoning(&mut messages[i]);
-                debug_assert!(!dialect.has_reasoning(&messages[i]));
-                recount(counter, &messages[i], i, count, &mut now, &mut total)?;
-                out.thinking.push(i);
-                reasons.entry(i).or_default().push("thinking");
-            }
-        }
-    }
-
-    for &m in reasons.keys() {
-        let known = now[&m];
-        debug_assert_eq!(
-            Some(known),
-            counter.message(&messages[m], &mut Notes::default()).ok(),
-            "message {m}"
-        );
-        out.recounted.push(known);
-    }
-    out.tokens_after = total;
-    out.dropped = reasons
-        .into_iter()
-        .map(|(m, why)| Dropped {
-            index: m,
-            reason: why.join(","),
-            message: originals.remove(&m).flatten().unwrap_or(Value::Null),
-        })
-        .collect();
-    *out.doc.messages_mut() = messages;
-    let structure = out.thinking.is_empty().then_some(Structure {
-        conv,
-        pinned,
-        results,
-    });
-    Ok((out, structure))
-}
-
-/// Counts message `m` again after a change: updates its known count in `now` and the
-/// document's `total`, and returns its tokens before and after.
-fn recount(
-    counter: &Counter,
-    message: &Value,
-    m: usize,
-    count: &DocumentCount,
-    now: &mut BTreeMap<usize, MessageTokens>,
-    total: &mut usize,
-) -> Result<(usize, usize)> {
-    let before = now.get(&m).copied().unwrap_or(count.messages[m]);
-    let after = counter.message(message, &mut Notes::default())?;
-    *total = *total - before.total() + after.total();
-    now.insert(m, after);
-    Ok((before.total(), after.total()))
-}
-
-/// The tokens a content value adds to its message (text, blocks, images), as the counter
-/// counts it there. The value is lent to a one-field message for the count and put back.
-fn value_cost(counter: &Counter, v: &mut Value) -> Result<usize> {
-    let mut wrapper = Map::new();
-    wrapper.insert("content".into(), std::mem::take(v));
-    let wrapper = Value::Object(wrapper);
-    let counted = counter.message(&wrapper, &mut Notes::default());
-    if let Value::Object(mut map) = wrapper {
-        *v = map.shift_remove("content").unwrap_or_default();
-    }
-    Ok(counted?.content)
-}
-
-/// Every tool result that holds an output, in order, with the tool it belongs to and the call
-/// it answers.
-fn tool_results(conv: &Conversation, pinned: &[bool]) -> Vec<ResultRef> {
-    let mut out = Vec::new();
-    for (i, m) in conv.messages.iter().enumerate() {
-        for r in &m.results {
-            let Some(pointer) = r.content.clone() else {
-                continue; // Nothing to clear.
-            };
-            let tool = r
-                .name
-                .clone()
-                .or_else(|| r.answers.and_then(|c| conv.call(c).name.clone()))
-                .unwrap_or_else(|| "unknown".to_string());
-            out.push(ResultRef {
-                message: i,
-                pointer,
-                tool,
-                call: r.answers,
-                is_error: r.is_error,
-                pinned: pinned[i],
-            });
-        }
-    }
-    out
-}
-
 /// Runs `prune` over documents.
-#[cfg(feature = "cli")]
 pub struct Runner<'a> {
     args: &'a Args,
     shared: Shared<'a>,
@@ -797,7 +159,6 @@ pub struct Runner<'a> {
     options: Options,
 }
 
-#[cfg(feature = "cli")]
 impl<'a> Runner<'a> {
     /// Reads what the run shares and checks the limits of clipping and shortening.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
@@ -821,7 +182,6 @@ impl<'a> Runner<'a> {
     }
 }
 
-#[cfg(feature = "cli")]
 impl Rewrite for Runner<'_> {
     /// `--trigger` and `--budget`, in tokens.
     type Limits = (Option<u64>, Option<u64>);
@@ -881,7 +241,7 @@ impl Rewrite for Runner<'_> {
     }
 }
 
-#[cfg(all(test, feature = "cli"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

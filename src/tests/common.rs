@@ -16,8 +16,8 @@ pub use shared::*;
 /// What the shared helpers work on here: the library's own types (the integration tests give
 /// them its public API instead).
 pub mod subject {
-    pub use crate::cmd::check::{Severity, check};
     pub use crate::document::{Dialect, Document};
+    pub use crate::ops::check::{Severity, check};
 
     /// `doc`'s tokens, counted for its model.
     pub fn tokens(doc: &Document) -> usize {
@@ -98,7 +98,7 @@ pub fn assert_reported(tokens_after: usize, output: &Document) -> Result<(), Tes
 /// A transforming command fails only with its report that the document cannot fit (exit 3).
 pub fn assert_cannot_fit(e: &anyhow::Error) -> Result<(), TestCaseError> {
     prop_assert!(
-        e.downcast_ref::<crate::cmd::CannotFit>().is_some(),
+        e.downcast_ref::<crate::ops::CannotFit>().is_some(),
         "unexpected error {e:#}"
     );
     Ok(())

@@ -6,12 +6,12 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::common::*;
-use crate::cmd::fit::{Fitting, Options, Stage, fit};
-use crate::cmd::prune::Thinking;
-use crate::cmd::summarize::{DEFAULT_MAX_SUMMARY_TOKENS, OnError, Summarizer, SummaryRole};
-use crate::cmd::{CannotFit, prune, summarize, truncate};
 use crate::conversation::{Conversation, PinOptions};
 use crate::document::{Dialect, Document};
+use crate::ops::fit::{Fitting, Options, Stage, fit};
+use crate::ops::prune::Thinking;
+use crate::ops::summarize::{DEFAULT_MAX_SUMMARY_TOKENS, OnError, Summarizer, SummaryRole};
+use crate::ops::{CannotFit, prune, summarize, truncate};
 
 const NOTE: &str = "[{count} messages removed]";
 
@@ -39,7 +39,7 @@ const ALL: [Stage; 8] = [
 fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> Options {
     Options {
         budget,
-        shorten_args: crate::cmd::fit::DEFAULT_SHORTEN_ARGS,
+        shorten_args: crate::ops::fit::DEFAULT_SHORTEN_ARGS,
         trigger,
         stages,
         details: true,
@@ -174,7 +174,7 @@ fn check_all_as(
     prop_assert!(
         error_count(out) <= error_count(doc),
         "new errors: {:?}",
-        crate::cmd::check::check(out)
+        crate::ops::check::check(out)
     );
     // The first stage that suffices is the last one run: every earlier one left it over budget.
     let stages = &f.stages;

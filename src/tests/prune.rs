@@ -5,9 +5,9 @@ use super::common;
 
 use crate::clip::is_cut_marker;
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, is_clipped};
-use crate::cmd::prune::{Options, Pruning, Thinking, prune};
 use crate::conversation::{Conversation, PinOptions};
 use crate::document::{Dialect, Document};
+use crate::ops::prune::{Options, Pruning, Thinking, prune};
 use common::*;
 use proptest::prelude::*;
 use serde_json::Value;

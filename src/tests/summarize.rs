@@ -6,12 +6,12 @@
 use proptest::prelude::*;
 
 use super::common::*;
-use crate::cmd::SummarizerFailed;
-use crate::cmd::summarize::{
-    DEFAULT_MAX_SUMMARY_TOKENS, OnError, Options, Summarizer, SummaryRole, summarize,
-};
 use crate::conversation::{Conversation, PinOptions};
 use crate::document::{Dialect, Document};
+use crate::ops::SummarizerFailed;
+use crate::ops::summarize::{
+    DEFAULT_MAX_SUMMARY_TOKENS, OnError, Options, Summarizer, SummaryRole, summarize,
+};
 
 /// What `ctx summarize --engine extractive --force --keep-recent KEEP_RECENT` makes of `doc`,
 /// with `--no-keep-task`, `--summary-role user` and `--on-error` as given.

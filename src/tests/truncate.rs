@@ -3,11 +3,11 @@
 
 use super::common;
 
-use crate::cmd::CannotFit;
-use crate::cmd::truncate::{Options, Strategy, Truncation, Weights, truncate};
 use crate::conversation::{Conversation, PinOptions, UnitKind};
 use crate::counter::Counter;
 use crate::document::{Dialect, Document};
+use crate::ops::CannotFit;
+use crate::ops::truncate::{Options, Strategy, Truncation, Weights, truncate};
 use common::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -141,7 +141,7 @@ fn check_all(doc: &Document, opts: &Options) -> Result<(), TestCaseError> {
     prop_assert!(
         error_count(&out) <= before_errors,
         "new errors: {:?}",
-        crate::cmd::check::check(&out)
+        crate::ops::check::check(&out)
     );
     // I6: idempotent (a best-effort output over the budget has not been fitted).
     if tokens(&out) as u64 <= opts.budget {
@@ -670,7 +670,7 @@ fn an_agent_transcript_with_hundreds_of_exchanges_fits_any_feasible_budget() {
                 error_count(&out.doc),
                 0,
                 "{:?}",
-                crate::cmd::check::check(&out.doc)
+                crate::ops::check::check(&out.doc)
             );
         }
         let below = Options {
