@@ -25,17 +25,6 @@ fn extractive_as(user: bool) -> Summarizer {
     Summarizer::extractive(DEFAULT_MAX_SUMMARY_TOKENS, role, OnError::Fail)
 }
 
-const ALL: [Stage; 8] = [
-    Stage::Prune,
-    Stage::Clip,
-    Stage::Args,
-    Stage::Summarize,
-    Stage::Truncate,
-    Stage::PruneAll,
-    Stage::TruncateAll,
-    Stage::Partial,
-];
-
 fn options(budget: u64, trigger: u64, stages: Vec<Stage>, pins: PinOptions) -> Options {
     Options {
         budget,
@@ -264,7 +253,7 @@ fn clone_options(o: &Options) -> Options {
 fn stages() -> impl proptest::strategy::Strategy<Value = Vec<Stage>> {
     prop_oneof![
         3 => (proptest::bool::ANY, proptest::bool::ANY).prop_map(|(summarize, partial)| {
-            ALL.into_iter()
+            Stage::ALL.into_iter()
                 .filter(|s| match s {
                     Stage::Summarize => summarize,
                     Stage::Partial => partial,
@@ -272,7 +261,7 @@ fn stages() -> impl proptest::strategy::Strategy<Value = Vec<Stage>> {
                 })
                 .collect()
         }),
-        1 => Just(ALL.to_vec()).prop_shuffle().prop_flat_map(|v| {
+        1 => Just(Stage::ALL.to_vec()).prop_shuffle().prop_flat_map(|v| {
             let n = v.len();
             (Just(v), 1..=n).prop_map(|(v, k)| v[..k].to_vec())
         }),
@@ -317,7 +306,7 @@ fn a_document_that_only_needs_pruning_keeps_all_its_messages() {
         let doc = parse(Value::Array(build(dialect, &steps, false)), dialect);
         let total = tokens(&doc) as u64;
         let budget = total * 9 / 10;
-        let opts = options(budget, budget, ALL.to_vec(), PinOptions::default());
+        let opts = options(budget, budget, Stage::ALL.to_vec(), PinOptions::default());
         let f = run(&doc, &opts).unwrap().expect("fits");
         assert_eq!(f.stages.len(), 1, "{:?}", f.stages);
         assert_eq!(f.stages[0]["stage"], "prune");
@@ -336,7 +325,7 @@ fn a_trigger_above_the_budget_compacts_once() {
     let full = parse(Value::Array(conversation.clone()), Dialect::Openai);
     let total = tokens(&full) as u64;
     let (budget, trigger) = (total / 3, total / 2);
-    let mut opts = options(budget, trigger, ALL.to_vec(), PinOptions::default());
+    let mut opts = options(budget, trigger, Stage::ALL.to_vec(), PinOptions::default());
     opts.stages.retain(|s| *s != Stage::Summarize);
     // Grow the conversation turn by turn, fitting before each "API call".
     let mut compactions = 0;
@@ -397,7 +386,7 @@ fn every_corpus_file_at_90_50_and_10_percent() {
             let budget = (total as f64 * share) as u64;
             for stages in [
                 vec![Stage::Prune, Stage::Clip, Stage::PruneAll, Stage::Truncate],
-                ALL.to_vec(),
+                Stage::ALL.to_vec(),
             ] {
                 let opts = options(budget, budget, stages.clone(), PinOptions::default());
                 tally.add(check_all(&doc, &opts), || {
@@ -427,7 +416,7 @@ fn a_message_changed_by_two_stages_is_dropped_once_as_the_original() {
         ]),
         Dialect::Openai,
     );
-    let opts = options(40, 40, ALL.to_vec(), PinOptions::default());
+    let opts = options(40, 40, Stage::ALL.to_vec(), PinOptions::default());
     let mut opts = opts;
     opts.prune.keep = 0;
     opts.stages = vec![Stage::Prune, Stage::Truncate];
