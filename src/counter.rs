@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::dialect::{Dialect, Field, ImageData, Measure, find_part};
+use crate::dialect::{Dialect, Field, ImageData, ItemMeasure, Measure, find_part, item_measure};
 use crate::document::Document;
 use crate::image::{self, OpenAiImageScheme};
 use crate::models::ImageRule;
@@ -149,6 +149,15 @@ impl Acc<'_> {
     }
 }
 
+/// How encrypted reasoning and compactions are estimated.
+const ENCRYPTED_NOTE: &str = "encrypted reasoning and compaction content is estimated from its length, as Codex does: (bytes x 3/4 - 650) / 4 tokens";
+
+/// The estimate of encrypted content (Codex's `estimate_reasoning_length`): the decoded length
+/// less a fixed overhead, at four bytes a token.
+pub fn encrypted_tokens(e: &str) -> usize {
+    (e.len() * 3 / 4).saturating_sub(650).div_ceil(4)
+}
+
 /// Keys whose strings are binary payloads, never text the model reads as tokens.
 const BINARY_KEYS: &[&str] = &[
     "data",
@@ -259,6 +268,20 @@ impl<'a> Counter<'a> {
             out.system = acc.tokens + if acc.tokens > 0 { self.overhead() } else { 0 };
             exact &= acc.exact;
         }
+        if let Some(instructions) = doc
+            .body()
+            .filter(|_| self.dialect == Dialect::Responses)
+            .and_then(|b| b.get("instructions"))
+            .filter(|v| !v.is_null())
+        {
+            // Instructions are a system message before the items.
+            let m = serde_json::json!({"role": "developer", "content": instructions});
+            let mt = self
+                .message_in(&m, &mut notes, false)
+                .map_err(|e| located(e, "instructions", ".instructions"))?;
+            out.system += mt.total();
+            exact &= mt.exact;
+        }
         out.notes = notes;
         out.messages.reserve_exact(doc.messages().len());
         for (i, m) in doc.messages().iter().enumerate() {
@@ -301,6 +324,19 @@ impl<'a> Counter<'a> {
             exact: self.dialect.exact_counts(),
             notes,
         };
+        if let Some(item) = item_measure(m) {
+            self.item(m, item, &mut acc)?;
+            return Ok(MessageTokens {
+                content: acc.tokens,
+                text: 0,
+                overhead: if matches!(item, ItemMeasure::Reference) {
+                    0
+                } else {
+                    self.overhead()
+                },
+                exact: acc.exact,
+            });
+        }
         let mut overhead = if carries_tools {
             0
         } else {
@@ -373,6 +409,96 @@ impl<'a> Counter<'a> {
             overhead: overhead.max(0) as usize,
             exact: acc.exact,
         })
+    }
+
+    /// A Responses item other than a message, counted by the chat formula's analogue (no
+    /// formula is published): the message framing (the caller's overhead), one token for what
+    /// stands in a role's place, and the item's own text; an assistant message's tool call for a
+    /// call, a tool message for an output. Reasoning and compaction carry encrypted content,
+    /// estimated as Codex does (docs/counting.md).
+    fn item(&self, m: &Value, item: ItemMeasure, acc: &mut Acc) -> Result<()> {
+        acc.estimate("Responses items are counted with an estimated format");
+        match item {
+            ItemMeasure::Reference => {
+                acc.estimate(
+                    "item_reference: the server holds the item; its size is unknown (counted as 0)",
+                );
+                acc.notes.warnings.insert(
+                    "item_reference items are held by the server: counted as 0 tokens, their size is unknown".to_string(),
+                );
+                return Ok(());
+            }
+            ItemMeasure::Control => return Ok(()),
+            _ => acc.tokens += 1,
+        }
+        match item {
+            ItemMeasure::Call {
+                name,
+                args,
+                encoded,
+            } => self.call(name, args, encoded, acc)?,
+            ItemMeasure::Output { output, id } => {
+                if let Some(id) = id {
+                    acc.tokens += self.text(id)?;
+                }
+                match output {
+                    Some(Value::String(s)) => acc.tokens += self.text(s).context(".output")?,
+                    Some(Value::Array(parts)) => {
+                        for (k, p) in parts.iter().enumerate() {
+                            if p.field("type").is_some() {
+                                self.part(p, acc).with_context(|| format!(".output[{k}]"))?;
+                            } else {
+                                // A shell call's output: stdout, stderr, outcome.
+                                self.text_leaves(p, acc)?;
+                            }
+                        }
+                    }
+                    Some(p @ Value::Object(_)) => self.part(p, acc).context(".output")?,
+                    Some(other) => acc.tokens += self.text(&other.to_string())?,
+                    None => {}
+                }
+            }
+            ItemMeasure::Reasoning {
+                summary,
+                content,
+                encrypted,
+            } => {
+                for v in [summary, content].into_iter().flatten() {
+                    self.text_leaves(v, acc)?;
+                }
+                if let Some(e) = encrypted {
+                    acc.tokens += encrypted_tokens(e);
+                    acc.estimate(ENCRYPTED_NOTE);
+                }
+            }
+            ItemMeasure::Compaction(encrypted) => {
+                acc.tokens += encrypted.map_or(0, encrypted_tokens);
+                acc.estimate(ENCRYPTED_NOTE);
+            }
+            ItemMeasure::Hosted { image } => {
+                match (image, m) {
+                    (Some(data), Value::Object(o)) => {
+                        for (k, v) in o {
+                            if k != "result" && k != "type" {
+                                self.text_leaves(v, acc)?;
+                            }
+                        }
+                        let dims = image::base64_dimensions(data);
+                        acc.tokens += self.image_tokens(dims, None, acc) as usize;
+                    }
+                    _ => self.text_leaves(m, acc)?,
+                }
+                acc.estimate("calls the provider runs are counted by their text");
+            }
+            ItemMeasure::Unknown(ty) => {
+                self.text_leaves(m, acc)?;
+                acc.notes.warnings.insert(format!(
+                    "unknown item type {ty:?}: kept, counted by its text"
+                ));
+            }
+            ItemMeasure::Reference | ItemMeasure::Control => {}
+        }
+        Ok(())
     }
 
     /// A tool call: its framing, name and arguments.

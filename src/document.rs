@@ -7,7 +7,7 @@
 //! not transform is kept byte-for-byte in place and order.
 
 use anyhow::{Result, bail};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 pub use crate::dialect::{Dialect, Field, kind};
 use crate::dialect::{Foreign, Markers, pointer};
@@ -31,6 +31,56 @@ pub struct Document {
     pub dialect: Dialect,
     /// The first structural marker of each dialect, as read when the document was recognised.
     markers: Markers,
+    /// The body key holding the messages: `messages`, or a Responses body's `input`.
+    key: &'static str,
+    /// How a Responses body's `input` was written, to write it back the same way.
+    input: Input,
+}
+
+const MESSAGES: &str = "messages";
+const INPUT: &str = "input";
+
+/// How a body's messages were written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Input {
+    /// A list (every chat body, a Responses `input` list).
+    List,
+    /// A Responses `input` string: read as one user message, and written back as a string
+    /// while it is still one.
+    Text,
+    /// No Responses `input` (a body continuing server-held state, or a stored prompt): read
+    /// as no items, and written back without `input` while there are none.
+    Absent,
+}
+
+/// The body keys that only a Responses body has (besides `input`): server-held state, a stored
+/// prompt (an object; a completions `prompt` is a string), `instructions`.
+fn is_responses_body(o: &Map<String, Value>) -> bool {
+    o.contains_key(INPUT)
+        || o.contains_key("previous_response_id")
+        || o.contains_key("conversation")
+        || o.contains_key("instructions")
+        || o.get("prompt").is_some_and(Value::is_object)
+}
+
+/// Puts a Responses body's `input` in list form, saying how it was written.
+fn take_input(o: &mut Map<String, Value>) -> Result<Input> {
+    match o.get_mut(INPUT) {
+        Some(Value::Array(_)) => Ok(Input::List),
+        Some(v @ Value::String(_)) => {
+            let text = v.take();
+            *v = Value::Array(vec![json!({"role": "user", "content": text})]);
+            Ok(Input::Text)
+        }
+        None => {
+            o.insert(INPUT.to_string(), Value::Array(Vec::new()));
+            Ok(Input::Absent)
+        }
+        Some(other) => bail!(
+            "`.input` must be a string or an array of items, found {}",
+            kind(other)
+        ),
+    }
 }
 
 impl Document {
@@ -41,6 +91,8 @@ impl Document {
             shape: Shape::Array,
             dialect: Dialect::DEFAULT,
             markers: Markers::default(),
+            key: MESSAGES,
+            input: Input::List,
         }
     }
 
@@ -54,18 +106,16 @@ impl Document {
     /// - else a top-level `system`, Anthropic blocks (`thinking`, `document`, `image` with a
     ///   `source`, ...) or Anthropic tool definitions (`input_schema`) make it Anthropic;
     /// - else OpenAI (plain text messages are OpenAI).
-    pub fn parse(value: Value, format: Option<Dialect>) -> Result<Document> {
-        let shape = match &value {
-            Value::Array(_) => Shape::Array,
+    pub fn parse(mut value: Value, format: Option<Dialect>) -> Result<Document> {
+        let (shape, key, input) = match &mut value {
+            Value::Array(_) => (Shape::Array, MESSAGES, Input::List),
             Value::Object(o) => match o.get("messages") {
-                Some(Value::Array(_)) => Shape::Body,
+                Some(Value::Array(_)) => (Shape::Body, MESSAGES, Input::List),
                 Some(other) => bail!(
                     "`.messages` must be an array of messages, found {}",
                     kind(other)
                 ),
-                None if o.contains_key("input") => bail!(
-                    "this looks like an OpenAI Responses API body (`input`), which is not supported yet; send Chat Completions `messages`"
-                ),
+                None if is_responses_body(o) => (Shape::Body, INPUT, take_input(o)?),
                 None if o.contains_key("contents") => bail!(
                     "this looks like a Gemini body (`contents`), which is not supported yet; send OpenAI or Anthropic `messages`"
                 ),
@@ -73,19 +123,32 @@ impl Document {
                     "this looks like a legacy completions body (`prompt`), which is not supported; send chat `messages`"
                 ),
                 None => bail!(
-                    "expected an array of messages or a request body with `messages`, found an object without `messages`"
+                    "expected an array of messages or a request body with `messages` or `input`, found an object with neither"
                 ),
             },
             other => bail!(
-                "expected an array of messages or a request body with `messages`, found {}",
+                "expected an array of messages or a request body with `messages` or `input`, found {}",
                 kind(other)
             ),
         };
+        match (key, format) {
+            (INPUT, Some(d)) if d != Dialect::Responses => bail!(
+                "--format {}: this is an OpenAI Responses body (`input`), not {}; leave --format out or pass --format responses",
+                d.name(),
+                d.title()
+            ),
+            (MESSAGES, Some(Dialect::Responses)) if shape == Shape::Body => {
+                bail!("--format responses: a Responses body has `input`, not `messages`")
+            }
+            _ => {}
+        }
         let mut doc = Document {
             root: value,
             shape,
             dialect: Dialect::DEFAULT,
             markers: Markers::default(),
+            key,
+            input,
         };
         for (i, m) in doc.messages().iter().enumerate() {
             if !m.is_object() {
@@ -99,6 +162,7 @@ impl Document {
         doc.markers = doc.find_markers();
         doc.dialect = match format {
             Some(d) => d,
+            None if key == INPUT => Dialect::Responses,
             None => doc.detect_dialect(),
         };
         Ok(doc)
@@ -167,6 +231,9 @@ impl Document {
     /// need one; `ctx check` reports them instead), with a hint for ShareGPT-style messages.
     pub fn require_roles(&self) -> Result<()> {
         for (i, m) in self.messages().iter().enumerate() {
+            if !self.dialect.is_message(m) {
+                continue;
+            }
             let path = self.message_path(i);
             match m.field("role") {
                 Some(Value::String(_)) => {}
@@ -183,7 +250,7 @@ impl Document {
     pub fn messages(&self) -> &[Value] {
         match &self.root {
             Value::Array(a) => a,
-            Value::Object(o) => o["messages"].as_array().map(Vec::as_slice).unwrap_or(&[]),
+            Value::Object(o) => o[self.key].as_array().map(Vec::as_slice).unwrap_or(&[]),
             _ => &[],
         }
     }
@@ -192,7 +259,7 @@ impl Document {
     pub fn messages_mut(&mut self) -> &mut Vec<Value> {
         match &mut self.root {
             Value::Array(a) => a,
-            Value::Object(o) => match o.get_mut("messages") {
+            Value::Object(o) => match o.get_mut(self.key) {
                 Some(Value::Array(a)) => a,
                 _ => unreachable!("checked in Document::parse"),
             },
@@ -213,19 +280,31 @@ impl Document {
         self.body()?.get("model")?.as_str()
     }
 
-    /// The body's output limit (`max_completion_tokens`, else `max_tokens`), if any.
+    /// The body's output limit (`max_completion_tokens`, else `max_tokens`; a Responses
+    /// body's `max_output_tokens`), if any.
     pub fn body_max_tokens(&self) -> Option<u64> {
         let b = self.body()?;
-        b.get("max_completion_tokens")
-            .and_then(Value::as_u64)
-            .or_else(|| b.get("max_tokens").and_then(Value::as_u64))
+        ["max_completion_tokens", "max_tokens", "max_output_tokens"]
+            .iter()
+            .find_map(|k| b.get(*k).and_then(Value::as_u64))
+    }
+
+    /// The body key naming conversation state the server holds, when the document continues
+    /// it: a Responses body's `previous_response_id` or `conversation`. Its `input` is then
+    /// only the newest items: what ctx counts is not all the model reads, and dropping items
+    /// cannot shrink what the server holds.
+    pub fn server_state(&self) -> Option<&'static str> {
+        let b = self.body().filter(|_| self.key == INPUT)?;
+        ["previous_response_id", "conversation"]
+            .into_iter()
+            .find(|k| b.get(*k).is_some_and(|v| !v.is_null()))
     }
 
     /// The pointer to message `i`: `/messages/i` in a body, `/i` in an array.
     pub fn message_pointer(&self, i: usize) -> String {
         match self.shape {
             Shape::Array => format!("/{i}"),
-            Shape::Body => format!("/messages/{i}"),
+            Shape::Body => format!("/{}/{i}", self.key),
         }
     }
 
@@ -234,18 +313,46 @@ impl Document {
     pub fn message_path(&self, i: usize) -> String {
         match self.shape {
             Shape::Array => format!(".[{i}]"),
-            Shape::Body => format!(".messages[{i}]"),
+            Shape::Body => format!(".{}[{i}]", self.key),
         }
     }
 
-    /// The document as JSON, for writing out.
-    pub fn into_value(self) -> Value {
+    /// The document as JSON, for writing out: a Responses `input` written as a string, or
+    /// left out, is written back so while the items allow it.
+    pub fn into_value(mut self) -> Value {
+        if let Value::Object(o) = &mut self.root {
+            match (self.input, o.get_mut(INPUT)) {
+                (Input::Text, Some(input)) => {
+                    if let Some(text) = lone_user_text(input) {
+                        *input = Value::String(text);
+                    }
+                }
+                (Input::Absent, Some(Value::Array(items))) if items.is_empty() => {
+                    o.shift_remove(INPUT);
+                }
+                _ => {}
+            }
+        }
         self.root
     }
 
     /// The document as JSON.
     pub fn value(&self) -> &Value {
         &self.root
+    }
+}
+
+/// The text of an `input` that is one user message of string content and nothing else.
+fn lone_user_text(input: &mut Value) -> Option<String> {
+    let [Value::Object(m)] = input.as_array_mut()?.as_mut_slice() else {
+        return None;
+    };
+    if m.len() != 2 || m.get("role").and_then(Value::as_str) != Some("user") {
+        return None;
+    }
+    match m.get_mut("content") {
+        Some(Value::String(s)) => Some(std::mem::take(s)),
+        _ => None,
     }
 }
 
@@ -373,15 +480,75 @@ mod tests {
         assert!(e.contains("must be a string, found a number"), "{e}");
     }
 
+    /// A Responses body is read from `input` whichever way it is written, and written back the
+    /// same way while its items allow it.
+    #[test]
+    fn responses_bodies_keep_their_input_form() {
+        let d =
+            parse(json!({"model": "o4-mini", "input": "tell me a joke", "store": false})).unwrap();
+        assert_eq!((d.shape, d.dialect), (Shape::Body, Dialect::Responses));
+        assert_eq!(
+            d.messages(),
+            [json!({"role": "user", "content": "tell me a joke"})]
+        );
+        assert_eq!(d.message_path(0), ".input[0]");
+        assert_eq!(
+            d.into_value(),
+            json!({"model": "o4-mini", "input": "tell me a joke", "store": false})
+        );
+        // A string input that became more than one item stays a list.
+        let mut d = parse(json!({"input": "q"})).unwrap();
+        d.messages_mut().insert(
+            0,
+            json!({"type": "message", "role": "developer", "content": "s"}),
+        );
+        assert!(d.into_value()["input"].is_array());
+        // No input at all (a chained body): no items, and none written back.
+        let body = json!({"previous_response_id": "resp_1", "instructions": "be brief"});
+        let d = parse(body.clone()).unwrap();
+        assert_eq!(d.dialect, Dialect::Responses);
+        assert!(d.messages().is_empty());
+        assert_eq!(d.server_state(), Some("previous_response_id"));
+        assert_eq!(d.into_value(), body);
+        // A stored prompt is a Responses body; a completions prompt is not.
+        assert!(parse(json!({"prompt": {"id": "pmpt_1"}})).is_ok());
+        assert!(parse(json!({"prompt": "once upon"})).is_err());
+        // --format cannot contradict the body's key.
+        let e = Document::parse(json!({"input": []}), Some(Dialect::Openai)).unwrap_err();
+        assert!(e.to_string().contains("--format openai"), "{e}");
+        let e = Document::parse(json!({"messages": []}), Some(Dialect::Responses)).unwrap_err();
+        assert!(e.to_string().contains("`input`, not `messages`"), "{e}");
+    }
+
+    /// A bare array is Responses input when its items say so; plain messages stay chat.
+    #[test]
+    fn bare_arrays_of_items_are_responses_input() {
+        let d = parse(json!([
+            {"role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c", "output": "ok"}
+        ]))
+        .unwrap();
+        assert_eq!(d.dialect, Dialect::Responses);
+        d.require_roles().unwrap();
+        let d = parse(json!([{"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "hi"}]}]))
+        .unwrap();
+        assert_eq!(d.dialect, Dialect::Responses);
+        let d = parse(json!([{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]))
+            .unwrap();
+        assert_eq!(d.dialect, Dialect::Openai);
+        // An element that is neither an item nor a message needs a role.
+        let d = parse(json!({"input": [{"content": "x"}]})).unwrap();
+        assert!(d.require_roles().is_err());
+    }
+
     #[test]
     fn names_unsupported_formats() {
-        let e = parse(json!({"model": "gpt-4.1", "input": "hi"}))
+        let e = parse(json!({"model": "gpt-4.1", "input": 3}))
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("Responses API") && e.contains("not supported yet"),
-            "{e}"
-        );
+        assert!(e.contains("`.input` must be a string or an array"), "{e}");
         let e = parse(json!({"contents": []})).unwrap_err().to_string();
         assert!(e.contains("Gemini"), "{e}");
         let e = parse(json!(42)).unwrap_err().to_string();

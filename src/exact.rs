@@ -170,7 +170,10 @@ const OPENAI: Spec = Spec {
     headers: &[],
     path: "responses/input_tokens",
     count_field: "input_tokens",
-    bodies: &[(Dialect::Openai, responses::from_chat)],
+    bodies: &[
+        (Dialect::Openai, responses::from_chat),
+        (Dialect::Responses, responses::body),
+    ],
 };
 
 impl Provider {
@@ -240,6 +243,7 @@ fn document_name(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Openai => "an OpenAI Chat Completions document",
         Dialect::Anthropic => "an Anthropic Messages document",
+        Dialect::Responses => "an OpenAI Responses document",
     }
 }
 

@@ -269,7 +269,7 @@ impl Settings {
             .or(body_model)
             .or(env_model.filter(|s| !s.is_empty()))
             .unwrap_or(match dialect {
-                Dialect::Openai => models::default_model(),
+                Dialect::Openai | Dialect::Responses => models::default_model(),
                 Dialect::Anthropic => models::default_anthropic_model(),
             })
             .to_string();

@@ -49,6 +49,8 @@ pub enum Dialect {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses (a body's `input` items); counts are estimates.
+    Responses,
 }
 
 impl Dialect {
@@ -61,6 +63,7 @@ impl Dialect {
         match self {
             Dialect::Openai => document::Dialect::Openai,
             Dialect::Anthropic => document::Dialect::Anthropic,
+            Dialect::Responses => document::Dialect::Responses,
         }
     }
 
@@ -68,6 +71,7 @@ impl Dialect {
         match inner {
             document::Dialect::Openai => Dialect::Openai,
             document::Dialect::Anthropic => Dialect::Anthropic,
+            document::Dialect::Responses => Dialect::Responses,
         }
     }
 }

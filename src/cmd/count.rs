@@ -288,6 +288,12 @@ impl<'a> Runner<'a> {
             }
         }
         warnings.extend(count.notes.warnings.iter().cloned());
+        if let Some(key) = p.doc.server_state() {
+            warnings.push(format!(
+                "the body continues a conversation the server holds (`{key}`): the items before `input` are not counted here{}",
+                if counted.is_some() { "" } else { " (count --exact asks the provider, which counts them)" }
+            ));
+        }
 
         // Where the total came from: said only when --exact asked (the report is unchanged
         // without it).
@@ -308,6 +314,9 @@ impl<'a> Runner<'a> {
             report.insert("estimated_total".into(), json!(estimate));
         }
         report.insert("messages".into(), json!(count.messages.len()));
+        if let Some(key) = p.doc.server_state() {
+            report.insert("server_state".into(), json!(key));
+        }
         report.insert(
             "breakdown".into(),
             json!({

@@ -118,6 +118,9 @@ impl Rules for Messages {
             role,
             calls,
             results,
+            joins: false,
+            fixed: false,
+            compaction: false,
             unit: 0,
         }
     }

@@ -110,6 +110,30 @@ pub struct Message {
     pub results: Vec<ToolResult>,
     /// True when the message carries tool results and nothing else.
     pub only_results: bool,
+    /// An item that belongs to the turn of the items around it and is never a unit alone when
+    /// the turn has more (a Responses `reasoning` item, a call the provider runs).
+    pub joins: bool,
+    /// An item ctx keeps as it is: opaque, or of an unknown effect when removed (a Responses
+    /// `compaction`, `item_reference`, or an item type ctx does not know). Its unit is pinned.
+    pub fixed: bool,
+    /// A Responses `compaction` item: it stands for everything before it.
+    pub compaction: bool,
     /// Index of the unit holding this message (set by the conversation model; 0 as read).
     pub unit: usize,
+}
+
+impl Message {
+    /// A message in `role` with nothing read yet.
+    pub fn new(role: Role) -> Message {
+        Message {
+            role,
+            calls: Vec::new(),
+            results: Vec::new(),
+            only_results: false,
+            joins: false,
+            fixed: false,
+            compaction: false,
+            unit: 0,
+        }
+    }
 }

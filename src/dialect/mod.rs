@@ -44,12 +44,14 @@ pub mod anthropic;
 mod message;
 pub mod openai;
 pub mod pointer;
+pub mod responses;
 
 use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
 pub use message::{Call, CallRef, Message, Role, ToolResult};
+pub use responses::{ItemMeasure, item_measure};
 
 /// The API a document is written for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,6 +61,8 @@ pub enum Dialect {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses (`input` items; counts are estimates).
+    Responses,
 }
 
 /// Runs `$body` with `$r` naming the [`Rules`] of `$dialect`: the one place each dialect is
@@ -74,13 +78,17 @@ macro_rules! rules {
                 use anthropic::Messages as $r;
                 $body
             }
+            Dialect::Responses => {
+                use responses::Responses as $r;
+                $body
+            }
         }
     };
 }
 
 impl Dialect {
     /// Every dialect, in the order detection prefers them on a tie.
-    pub const ALL: [Dialect; 2] = [Dialect::Openai, Dialect::Anthropic];
+    pub const ALL: [Dialect; 3] = [Dialect::Openai, Dialect::Anthropic, Dialect::Responses];
     /// What a document without any dialect's structure is read as (plain text messages).
     pub const DEFAULT: Dialect = Dialect::Openai;
 
@@ -201,6 +209,12 @@ impl Dialect {
         rules!(self, R => R::check_part(p, part))
     }
 
+    /// Whether an element of the messages is a message (with a role and content), not another
+    /// kind of item (a Responses call, output, reasoning, ...).
+    pub fn is_message(self, m: &Value) -> bool {
+        rules!(self, R => R::is_message(m))
+    }
+
     /// Where `check` points at a result whose id matches no call.
     pub fn result_id_at(self, r: &ToolResult) -> String {
         rules!(self, R => R::result_id_at(r))
@@ -300,6 +314,11 @@ pub trait Rules {
 
     /// Where `check` points at a result whose id matches no call (pointer in the message).
     fn result_id_at(r: &ToolResult) -> String;
+
+    /// Whether an element of the messages is a message (with a role and content).
+    fn is_message(_m: &Value) -> bool {
+        true
+    }
 }
 
 /// One part or block type of a dialect.

@@ -119,6 +119,9 @@ impl Rules for Chat {
             role,
             calls,
             results,
+            joins: false,
+            fixed: false,
+            compaction: false,
             unit: 0,
         }
     }
@@ -282,7 +285,7 @@ fn image_url(p: &Value) -> (&str, Option<&str>) {
 }
 
 /// The problem of `arguments` that are not a JSON string holding a JSON object, if any.
-fn check_arguments(args: Option<&Value>, at: String) -> Option<Problem> {
+pub(super) fn check_arguments(args: Option<&Value>, at: String) -> Option<Problem> {
     let message = match args {
         None => "tool call has no arguments".to_string(),
         Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {

@@ -46,6 +46,36 @@ pub(crate) fn from_chat(doc: &Document, settings: &Settings, model: &str) -> Res
     Ok(Value::Object(out))
 }
 
+/// The body fields `POST /v1/responses/input_tokens` takes, of a Responses body.
+const COUNTED_FIELDS: &[&str] = &[
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "conversation",
+    "reasoning",
+    "text",
+    "truncation",
+];
+
+/// A Responses document as its own `input_tokens` request for `model`: the fields that change
+/// the count, as they are (server-held state included: the provider counts it).
+pub(crate) fn body(doc: &Document, _settings: &Settings, model: &str) -> Result<Value, String> {
+    let mut out = Map::new();
+    out.insert("model".into(), json!(model));
+    out.insert("input".into(), Value::Array(doc.messages().to_vec()));
+    if let Some(body) = doc.body() {
+        for key in COUNTED_FIELDS.iter().skip(1) {
+            if let Some(v) = body.get(*key) {
+                out.insert((*key).to_string(), v.clone());
+            }
+        }
+    }
+    Ok(Value::Object(out))
+}
+
 /// The messages of a Chat Completions document as Responses input items, in order: message
 /// items in place (system and developer ones keep their role), tool calls `function_call` items
 /// and tool results `function_call_output` items with the same call id.

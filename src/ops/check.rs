@@ -124,6 +124,9 @@ fn mixed_dialect(doc: &Document, out: &mut Vec<Finding>) {
 /// Missing and unknown roles, and roles the dialect does not take in its messages.
 fn roles(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
     for (i, (m, info)) in doc.messages().iter().zip(&convo.messages).enumerate() {
+        if !doc.dialect.is_message(m) {
+            continue;
+        }
         let problem = match &info.role {
             Role::Missing => Some(error(
                 "missing-role",
@@ -147,7 +150,12 @@ fn roles(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
 /// Content that is not a string, null or parts; parts without a type, of a type the dialect
 /// does not take, or malformed for their type.
 fn contents(doc: &Document, out: &mut Vec<Finding>) {
-    for (i, m) in doc.messages().iter().enumerate() {
+    for (i, m) in doc
+        .messages()
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| doc.dialect.is_message(m))
+    {
         match m.get("content") {
             None | Some(Value::Null) | Some(Value::String(_)) => {}
             Some(Value::Array(parts)) => {
@@ -257,6 +265,9 @@ fn call_ids(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
 
 /// Results without ids, and results that answer no call of their exchange.
 fn results(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
+    // In a body continuing server-held state, a result outside any exchange answers a call the
+    // server holds.
+    let server_calls = doc.server_state().is_some();
     for (i, (m, info)) in doc.messages().iter().zip(&convo.messages).enumerate() {
         let in_exchange = convo.units[info.unit].kind == UnitKind::ToolExchange;
         for r in &info.results {
@@ -288,7 +299,7 @@ fn results(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
                 }
                 continue;
             }
-            if r.answers.is_none() {
+            if r.answers.is_none() && !(server_calls && !in_exchange) {
                 let id =
                     r.id.as_deref()
                         .map_or("(legacy function)".to_string(), |s| format!("'{s}'"));
@@ -314,7 +325,14 @@ fn results(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
 
 /// Calls no result answers, except in the final message (a loop in progress).
 fn unanswered_calls(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
-    let last = convo.messages.len().saturating_sub(1);
+    // The calls after the last result of the document are the loop in progress (one message
+    // in a chat dialect, one item a call in the Responses API).
+    let last = convo
+        .messages
+        .iter()
+        .rposition(|m| !m.results.is_empty() || m.calls.is_empty())
+        .map_or(0, |i| i + 1)
+        .min(convo.messages.len().saturating_sub(1));
     for unit in convo
         .units
         .iter()
@@ -329,7 +347,7 @@ fn unanswered_calls(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>
             }
         }
         for m in unit.range() {
-            if m == last {
+            if m >= last {
                 continue;
             }
             for (k, c) in convo.messages[m].calls.iter().enumerate() {
