@@ -1461,7 +1461,7 @@ fn failing_documents_write_nothing_and_the_stream_continues() {
         json!(null),
         json!({"model": "gpt-4o"}),
         json!({"messages": {"role": "user"}}),
-        json!({"model": "gpt-4.1", "input": "hi"}),
+        json!({"model": "gpt-4.1", "input": 42}),
         json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
         json!({"prompt": "hi"}),
         json!([{"role": "user", "content": "ok"}, "not a message"]),
