@@ -61,17 +61,28 @@ pub struct Conversation {
     pub task: Option<usize>,
     /// Messages that start a turn (user messages that are not only tool-result carriers).
     pub turns: Vec<usize>,
+    /// The unit of the latest compaction item (Responses), when there is one: it stands for
+    /// everything before it, which is removed first.
+    pub compacted: Option<usize>,
 }
 
 impl Conversation {
     /// Builds the model of `messages` in `dialect`.
     pub fn new(messages: &[Value], dialect: Dialect) -> Conversation {
         let mut msgs: Vec<Message> = messages.iter().map(|m| dialect.read_message(m)).collect();
+        // The latest compaction supersedes the earlier ones: only it must stay.
+        let latest = msgs.iter().rposition(|m| m.compaction);
+        for m in msgs.iter_mut().take(latest.unwrap_or(0)) {
+            if m.compaction {
+                m.fixed = false;
+            }
+        }
         let mut units = Vec::new();
         let mut i = 0;
         while i < msgs.len() {
             let start = i;
-            let kind = if msgs[i].role.is_system() {
+            // The latest compaction opens what the model reads, as a system prompt does.
+            let kind = if msgs[i].role.is_system() || Some(i) == latest {
                 i += 1;
                 UnitKind::System
             } else if let Some(end) = dialect.exchange_end(&msgs, i) {
@@ -101,6 +112,7 @@ impl Conversation {
         Conversation {
             task: turns.first().copied(),
             turns,
+            compacted: latest.map(|i| msgs[i].unit),
             messages: msgs,
             units,
         }
@@ -111,7 +123,10 @@ impl Conversation {
         let mut pinned: Vec<bool> = self
             .units
             .iter()
-            .map(|u| u.kind == UnitKind::System && !opts.drop_system)
+            .map(|u| {
+                (u.kind == UnitKind::System && !opts.drop_system)
+                    || self.messages[u.range()].iter().any(|m| m.fixed)
+            })
             .collect();
         if let (Some(task), false) = (self.task, opts.no_keep_task) {
             pinned[self.messages[task].unit] = true;

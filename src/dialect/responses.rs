@@ -315,7 +315,12 @@ impl Rules for Responses {
                         id,
                         name: owned(m, "name"),
                         at: String::new(),
-                        content: m.field(&out[1..]).map(|_| out.to_string()),
+                        // A screenshot is the only thing a computer call's output may be: there
+                        // is nothing to clear.
+                        content: m
+                            .field(&out[1..])
+                            .filter(|_| item.ty != "computer_call_output")
+                            .map(|_| out.to_string()),
                         is_error: str_field(m, "status") == Some("failed"),
                         legacy: false,
                         answers: None,

@@ -299,7 +299,7 @@ fn results(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
                 }
                 continue;
             }
-            if r.answers.is_none() && !(server_calls && !in_exchange) {
+            if r.answers.is_none() && (in_exchange || !server_calls) {
                 let id =
                     r.id.as_deref()
                         .map_or("(legacy function)".to_string(), |s| format!("'{s}'"));

@@ -486,7 +486,11 @@ fn prune_stage(
         if !r.thinking.is_empty() {
             report["thinking"] = r.thinking.iter().map(|&i| st.input_index(i)).collect();
         }
-        let origins = (0..r.doc.messages().len()).map(Some).collect();
+        // Reasoning items removed as a whole are not in the stage's output.
+        let origins = (0..r.doc.messages().len() + r.removed.len())
+            .filter(|i| !r.removed.contains(i))
+            .map(Some)
+            .collect();
         st.advance(counter, r.doc, origins, r.dropped, &r.recounted)?;
     }
     if opts.details {

@@ -15,6 +15,22 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+/// Refuses to remove items from a body that continues a conversation the server holds (a
+/// Responses body with `previous_response_id` or `conversation`): its `input` is only the newest
+/// items, and what the server holds cannot be edited from here, so removing some of them would
+/// not shrink the context and would change what the model sees.
+pub(crate) fn refuse_server_state(
+    doc: &crate::document::Document,
+    what: &str,
+) -> anyhow::Result<()> {
+    match doc.server_state() {
+        Some(key) => anyhow::bail!(
+            "{what} would remove items, but the body continues a conversation the server holds (`{key}`): ctx cannot edit the server's items, so it does not remove any; send the whole conversation without `{key}`, or let the server truncate (`\"truncation\": \"auto\"`) or compact it"
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Takes one progress line (without the `ctx: ` prefix).
 pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 

@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
 use super::Dropped;
@@ -135,6 +135,9 @@ pub struct Pruning {
     pub shortened: Vec<(usize, usize, usize)>,
     /// Messages whose reasoning was dropped.
     pub thinking: Vec<usize>,
+    /// Of those, the ones removed as a whole (a Responses `reasoning` item), by index in the
+    /// input: they are no longer in `doc`.
+    pub removed: Vec<usize>,
     pub dropped: Vec<Dropped>,
     /// The new count of every changed message (the messages of `dropped`), in the same order,
     /// so that callers need not tokenize them again.
@@ -231,6 +234,7 @@ pub fn prune_with(
         clipped: Vec::new(),
         shortened: Vec::new(),
         thinking: Vec::new(),
+        removed: Vec::new(),
         dropped: Vec::new(),
         recounted: Vec::new(),
     };
@@ -265,6 +269,7 @@ pub fn prune_with(
         template: Template::parse(&opts.placeholder),
         enc: counter.settings.encoding,
         dialect,
+        server_state: out.doc.server_state(),
         // Every changed message, with its original before the first change when it is needed
         // (for --dropped, or to undo step 1): copied only when a message is about to change.
         copy: opts.keep_originals || opts.clear_at_least.is_some(),
@@ -273,6 +278,7 @@ pub fn prune_with(
         originals: BTreeMap::new(),
         now: BTreeMap::new(),
         total: tokens_before,
+        removed: Vec::new(),
     };
 
     // 1. Clear older results, oldest first.
@@ -318,6 +324,8 @@ struct Pass<'a> {
     template: Template,
     enc: Encoding,
     dialect: Dialect,
+    /// The body key of server-held state the document continues, if any.
+    server_state: Option<&'static str>,
     /// Whether a changed message's original is kept (`--dropped`, `--clear-at-least`).
     copy: bool,
     messages: Vec<Value>,
@@ -328,6 +336,8 @@ struct Pass<'a> {
     /// The count of every changed message as it is now: worked out without tokenizing whole
     /// messages again where the change is known.
     now: BTreeMap<usize, MessageTokens>,
+    /// Messages that are reasoning and nothing else, removed as a whole, in order.
+    removed: Vec<usize>,
     /// The document's total as it is now.
     total: usize,
 }
@@ -644,9 +654,23 @@ impl Pass<'_> {
             };
             if drop && dialect.has_reasoning(&self.messages[i]) {
                 self.save(i);
-                dialect.drop_reasoning(&mut self.messages[i]);
-                debug_assert!(!dialect.has_reasoning(&self.messages[i]));
-                self.recount(i)?;
+                if dialect.drop_reasoning(&mut self.messages[i]) {
+                    debug_assert!(!dialect.has_reasoning(&self.messages[i]));
+                    self.recount(i)?;
+                } else {
+                    // An item that is reasoning and nothing else (the Responses API): it goes
+                    // as a whole, never emptied (its encrypted content comes back unchanged or
+                    // not at all).
+                    if let Some(key) = self.server_state {
+                        bail!(
+                            "--thinking: the body continues a conversation the server holds (`{key}`), so ctx does not remove its items; drop --thinking, or send the whole conversation without `{key}`"
+                        );
+                    }
+                    let before = self.now.get(&i).copied().unwrap_or(self.count.messages[i]);
+                    self.total -= before.total();
+                    self.now.insert(i, MessageTokens::default());
+                    self.removed.push(i);
+                }
                 out.thinking.push(i);
                 self.reasons.entry(i).or_default().push("thinking");
             }
@@ -692,11 +716,13 @@ impl Pass<'_> {
     fn report(mut self, out: &mut Pruning) {
         for &m in self.reasons.keys() {
             let known = self.now[&m];
-            debug_assert_eq!(
-                Some(known),
-                self.counter
-                    .message(&self.messages[m], &mut Notes::default())
-                    .ok(),
+            debug_assert!(
+                self.removed.contains(&m)
+                    || Some(known)
+                        == self
+                            .counter
+                            .message(&self.messages[m], &mut Notes::default())
+                            .ok(),
                 "message {m}"
             );
             out.recounted.push(known);
@@ -710,6 +736,10 @@ impl Pass<'_> {
                 message: self.originals.remove(&m).flatten().unwrap_or(Value::Null),
             })
             .collect();
+        for &i in self.removed.iter().rev() {
+            self.messages.remove(i);
+        }
+        out.removed = self.removed;
         *out.doc.messages_mut() = self.messages;
     }
 }

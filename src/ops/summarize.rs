@@ -756,6 +756,7 @@ pub fn summarize(
     if !out.plan.triggered || out.plan.range.is_empty() {
         return Ok(unchanged(out));
     }
+    super::refuse_server_state(&out.doc, "summarizing")?;
     let msgs = out.doc.messages();
     let n = msgs.len();
     let previous = out.plan.previous;
@@ -891,7 +892,7 @@ fn summary_role(
     at: usize,
 ) -> &'static str {
     let n = msgs.len();
-    let role_of = |m: &Value| Role::parse(m.field("role"));
+    let role_of = |m: &Value| role_in_place(dialect, m);
     let user = Role::User.name();
     let mut role = match (dialect.system_role(), configured) {
         (None, _) | (_, SummaryRole::User) => user,
@@ -900,7 +901,7 @@ fn summary_role(
     if previous.is_some_and(|(i, _)| role_of(&msgs[i]) == Role::User) {
         role = user;
     }
-    if role != user && first_role(msgs) == Some(Role::User) {
+    if role != user && first_role(dialect, msgs) == Some(Role::User) {
         let first_kept = (0..n).find(|&i| !removed[i] && !role_of(&msgs[i]).is_system());
         let opens = first_kept.is_none_or(|k| k >= at);
         let kept_user = first_kept.is_some_and(|k| role_of(&msgs[k]) == Role::User);
@@ -974,10 +975,22 @@ fn place(out: &mut Summarization, mut summary: Option<Value>, removed: &[bool], 
 }
 
 /// The role of the first non-system message.
-fn first_role(ms: &[Value]) -> Option<Role> {
+fn first_role(dialect: Dialect, ms: &[Value]) -> Option<Role> {
     ms.iter()
-        .map(|m| Role::parse(m.field("role")))
+        .map(|m| role_in_place(dialect, m))
         .find(|r| !r.is_system())
+}
+
+/// The role a message plays where it stands: its own, but a compaction item's is the system
+/// prompt's (it opens what the model reads), and an item without a role (a Responses call,
+/// reasoning) is the assistant's or the tool's, as its dialect reads it.
+fn role_in_place(dialect: Dialect, m: &Value) -> Role {
+    let read = dialect.read_message(m);
+    if read.compaction {
+        Role::System
+    } else {
+        read.role
+    }
 }
 
 /// Whether a server error says the request is longer than the model's context.

@@ -267,6 +267,7 @@ pub fn truncate_with(
     if total <= budget && keep.iter().all(|&k| k) {
         return Ok(unchanged(doc));
     }
+    super::refuse_server_state(&doc, "truncating")?;
 
     // The order in which removable units go (see `removal_order`).
     let candidates: Vec<usize> = (0..n)
@@ -484,8 +485,9 @@ fn keep_last(
     }
 }
 
-/// The order in which the removable `candidates` go: with `oldest` and `importance`, older
-/// copies of repeated messages first (oldest first), then the strategy's order.
+/// The order in which the removable `candidates` go: what the latest compaction item stands for
+/// first (oldest first); then, with `oldest` and `importance`, older copies of repeated
+/// messages (oldest first); then the strategy's order.
 fn removal_order(
     conv: &Conversation,
     messages: &[Value],
@@ -494,6 +496,10 @@ fn removal_order(
     candidates: Vec<usize>,
 ) -> Vec<usize> {
     let n = conv.units.len();
+    // What a compaction item stands for goes first, oldest first.
+    let (superseded, candidates): (Vec<usize>, Vec<usize>) = candidates
+        .into_iter()
+        .partition(|&u| conv.compacted.is_some_and(|c| u < c));
     let repeats = (opts.strategy != Strategy::Middle).then(|| Repeats::find(conv, messages));
     let (older_copies, candidates): (Vec<usize>, Vec<usize>) = match &repeats {
         Some(r) => candidates.into_iter().partition(|&u| r.older_copy[u]),
@@ -531,7 +537,11 @@ fn removal_order(
             scored.into_iter().map(|(_, u)| u).collect()
         }
     };
-    older_copies.into_iter().chain(by_strategy).collect()
+    superseded
+        .into_iter()
+        .chain(older_copies)
+        .chain(by_strategy)
+        .collect()
 }
 
 /// What putting a removed unit back costs, and what it may not exceed.

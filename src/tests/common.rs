@@ -109,10 +109,11 @@ pub fn assert_cannot_fit(e: &anyhow::Error) -> Result<(), TestCaseError> {
 /// keeps them; only contents change.
 pub fn same_ids(a: &Value, b: &Value) -> bool {
     let ids = |m: &Value| -> Vec<Value> {
-        let mut v = vec![
-            m.get("role").cloned().unwrap_or(Value::Null),
-            m.get("tool_call_id").cloned().unwrap_or(Value::Null),
-        ];
+        // (`type`, `call_id` and `id` for Responses items.)
+        let mut v: Vec<Value> = ["role", "tool_call_id", "type", "call_id", "id"]
+            .iter()
+            .map(|k| m.get(*k).cloned().unwrap_or(Value::Null))
+            .collect();
         for c in m
             .get("tool_calls")
             .and_then(Value::as_array)
@@ -183,6 +184,9 @@ pub fn assert_spoofs_are_ordinary(
     for m in output.messages() {
         let text = m.to_string();
         let is_result = matches!(m.get("role").and_then(Value::as_str), Some("tool"))
+            || m.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with("_output"))
             || m.get("content").and_then(Value::as_array).is_some_and(|p| {
                 p.iter()
                     .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
@@ -190,7 +194,10 @@ pub fn assert_spoofs_are_ordinary(
         if text.contains("SPOOF-RESULT") {
             prop_assert!(is_result, "a spoofed tool result moved into {}", m);
         }
-        if m.get("role").and_then(Value::as_str) == Some("system") && !input.messages().contains(m)
+        if matches!(
+            m.get("role").and_then(Value::as_str),
+            Some("system" | "developer")
+        ) && !input.messages().contains(m)
         {
             prop_assert!(
                 !text.contains("Earlier:\\nSPOOF"),

@@ -38,7 +38,20 @@ fn run_full(doc: &Document, opts: &Options) -> Result<Pruning, TestCaseError> {
 }
 
 fn check_all(doc: &Document, opts: &Options) -> Result<(), TestCaseError> {
-    let out = run(doc, opts)?;
+    let pruned = run_full(doc, opts)?;
+    // Prune removes no message; only a Responses reasoning item goes whole with --thinking.
+    for &i in &pruned.removed {
+        prop_assert_eq!(doc.messages()[i]["type"].as_str(), Some("reasoning"));
+        prop_assert!(pruned.thinking.contains(&i));
+    }
+    let out = pruned.doc;
+    let doc = &{
+        let mut d = doc.clone();
+        for &i in pruned.removed.iter().rev() {
+            d.messages_mut().remove(i);
+        }
+        d
+    };
     prop_assert_eq!(
         out.messages().len(),
         doc.messages().len(),

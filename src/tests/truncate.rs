@@ -165,9 +165,22 @@ fn with_repeats(value: Value, dialect: Dialect, repeats: &Repeats) -> Value {
     let mut value = value;
     let messages = match &mut value {
         Value::Array(m) => m,
-        Value::Object(o) => o["messages"].as_array_mut().unwrap(),
+        Value::Object(o) => {
+            let key = if o.contains_key("input") {
+                "input"
+            } else {
+                "messages"
+            };
+            o[key].as_array_mut().unwrap()
+        }
         _ => unreachable!(),
     };
+    // A Responses item of the model's turn (a call, reasoning, a hosted call) or an output.
+    fn item(m: &Value) -> Option<&str> {
+        m.get("type")
+            .and_then(Value::as_str)
+            .filter(|t| *t != "message")
+    }
     let role = |m: &Value| {
         m.get("role")
             .and_then(Value::as_str)
@@ -175,14 +188,16 @@ fn with_repeats(value: Value, dialect: Dialect, repeats: &Repeats) -> Value {
             .to_string()
     };
     let calls = |m: &Value| {
-        m.get("tool_calls").is_some()
+        item(m).is_some_and(|t| !t.ends_with("_output") && t != "compaction")
+            || m.get("tool_calls").is_some()
             || m.get("content").and_then(Value::as_array).is_some_and(|b| {
                 b.iter()
                     .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
             })
     };
     let results = |m: &Value| {
-        matches!(role(m).as_str(), "tool" | "function")
+        item(m).is_some_and(|t| t.ends_with("_output"))
+            || matches!(role(m).as_str(), "tool" | "function")
             || m.get("content").and_then(Value::as_array).is_some_and(|b| {
                 b.iter()
                     .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
@@ -392,10 +407,15 @@ fn oldest_order(doc: &Document, protect: usize) -> (Vec<usize>, Vec<usize>, Conv
     let candidates: Vec<usize> = (0..n)
         .filter(|&u| !pinned[u] && !protected.contains(&u) && u + 1 != n)
         .collect();
+    // What the latest compaction item stands for goes first.
+    let (mut order, candidates): (Vec<usize>, Vec<usize>) = candidates
+        .into_iter()
+        .partition(|&u| conv.compacted.is_some_and(|c| u < c));
     let older_copy =
         |u: usize| key(u).is_some_and(|k| (u + 1..n).any(|v| key(v) == Some(k.clone())));
-    let (mut order, rest): (Vec<usize>, Vec<usize>) =
+    let (copies, rest): (Vec<usize>, Vec<usize>) =
         candidates.into_iter().partition(|&u| older_copy(u));
+    order.extend(copies);
     order.extend(rest);
     (order, unit_tokens, conv)
 }

@@ -37,6 +37,8 @@ pub enum Step {
     SpoofUser,
     /// A tool exchange whose result starts with ctx's summary header ([`SPOOF_RESULT`]).
     SpoofResult,
+    /// A Responses `compaction` item (nothing in the chat dialects).
+    Compaction,
 }
 
 /// A tool result that pretends to be ctx's summary. Its count (1000) tells it apart in a header
@@ -88,6 +90,7 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Greeting),
         1 => Just(Step::SpoofUser),
         1 => Just(Step::SpoofResult),
+        1 => Just(Step::Compaction),
     ]
 }
 
@@ -96,6 +99,9 @@ pub fn step() -> impl Strategy<Value = Step> {
 /// the final message.
 pub fn build(dialect: Dialect, steps: &[Step], dangling_final_call: bool) -> Vec<Value> {
     // (Compared, not matched: the public API's `Dialect` is non-exhaustive.)
+    if dialect == Dialect::Responses {
+        return build_items(steps, dangling_final_call);
+    }
     let anthropic = dialect == Dialect::Anthropic;
     let mut msgs = Vec::new();
     let mut seed = 0;
@@ -107,6 +113,7 @@ pub fn build(dialect: Dialect, steps: &[Step], dangling_final_call: bool) -> Vec
             has_user = true;
         }
         match (s, anthropic) {
+            (Step::Compaction, _) => {}
             (Step::System, false) => {
                 msgs.push(json!({"role": "system", "content": words(10, seed)}))
             }
@@ -199,12 +206,110 @@ pub fn build(dialect: Dialect, steps: &[Step], dangling_final_call: bool) -> Vec
     msgs
 }
 
+/// Encrypted content as the API writes it (base64 of a Fernet token), `n` bytes long.
+fn encrypted(n: usize, seed: usize) -> String {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut s = String::from("gAAAAA");
+    s.extend((0..n).map(|i| alphabet[(i * 31 + seed * 17) % alphabet.len()] as char));
+    s
+}
+
+/// [`build`] for the Responses API: messages in either form (a string or typed parts), each
+/// exchange a reasoning item, calls (function calls in parallel; every third exchange a custom
+/// tool call, every fourth after a hosted web search) and their outputs (strings or parts).
+fn build_items(steps: &[Step], dangling_final_call: bool) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut seed = 0;
+    let mut has_user = false;
+    let text = |role: &str, t: String, seed: usize| {
+        let part = if role == "assistant" {
+            "output_text"
+        } else {
+            "input_text"
+        };
+        if seed % 2 == 0 {
+            json!({"role": role, "content": t})
+        } else {
+            json!({"type": "message", "role": role, "content": [{"type": part, "text": t}]})
+        }
+    };
+    for s in steps {
+        seed += 1;
+        if !has_user && !matches!(s, Step::System | Step::Greeting) {
+            items.push(text("user", format!("task: {}", words(12, seed)), seed));
+            has_user = true;
+        }
+        match s {
+            Step::System => items.push(text("developer", words(10, seed), seed)),
+            Step::User(n) => items.push(text("user", words(*n, seed), seed)),
+            Step::Assistant(n) => items.push(text("assistant", words(*n, seed), seed)),
+            Step::Ack => items.push(text("assistant", "ok".into(), seed)),
+            Step::Greeting => items.push(text(
+                "assistant",
+                "Hello! I can read files and run tools. What shall we do?".into(),
+                seed,
+            )),
+            Step::SpoofUser => items.push(json!({"role": "user", "content": SPOOF_USER})),
+            Step::SpoofResult => {
+                let id = format!("call_spoof_{seed}");
+                items.push(json!({"type": "function_call", "call_id": id, "name": "fetch", "arguments": "{}"}));
+                items.push(json!({"type": "function_call_output", "call_id": id, "output": SPOOF_RESULT}));
+            }
+            Step::Image => items.push(json!({"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "look"},
+                {"type": "input_image", "detail": "auto", "image_url": format!("data:image/png;base64,{PNG_2X2}")}
+            ]})),
+            Step::Compaction => items.push(json!({"type": "compaction", "id": format!("cmp_{seed}"),
+                "encrypted_content": encrypted(200 + seed * 40, seed)})),
+            Step::Exchange { calls, error } => {
+                if seed % 4 == 0 {
+                    items.push(json!({"type": "web_search_call", "id": format!("ws_{seed}"), "status": "completed",
+                        "action": {"type": "search", "query": words(4, seed)}}));
+                }
+                items.push(json!({"type": "reasoning", "id": format!("rs_{seed}"),
+                    "summary": [{"type": "summary_text", "text": words(6, seed)}],
+                    "encrypted_content": encrypted(900 + seed * 13, seed)}));
+                let custom = seed % 3 == 0;
+                for (k, (id, _)) in calls.iter().enumerate() {
+                    let call_id = format!("call_{id}_{k}");
+                    items.push(if custom && k == 0 {
+                        json!({"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch",
+                            "input": format!("*** Begin Patch\n{}\n*** End Patch", words(20, seed))})
+                    } else {
+                        json!({"type": "function_call", "call_id": call_id, "name": format!("tool_{}", id % 3),
+                            "arguments": json!({"q": words(3, seed)}).to_string()})
+                    });
+                }
+                for (k, (id, size)) in calls.iter().enumerate() {
+                    let body = if *error { format!("Error: {}", words(*size, seed)) } else { words(*size, seed + k) };
+                    let ty = if custom && k == 0 { "custom_tool_call_output" } else { "function_call_output" };
+                    let output = if k == 1 { json!([{"type": "input_text", "text": body}]) } else { json!(body) };
+                    items.push(json!({"type": ty, "call_id": format!("call_{id}_{k}"), "output": output}));
+                }
+            }
+        }
+    }
+    if !has_user {
+        items.push(json!({"role": "user", "content": "task: the only request"}));
+    }
+    if dangling_final_call {
+        items.push(json!({"type": "reasoning", "id": "rs_final", "summary": [],
+            "encrypted_content": encrypted(600, 1)}));
+        items.push(json!({"type": "function_call", "call_id": "call_final", "name": "tool_0", "arguments": "{}"}));
+    }
+    items
+}
+
 /// A generated document: a bare array or a body, in either dialect.
 /// Sometimes (30%) it opens with an assistant greeting before the task.
 pub fn document() -> impl Strategy<Value = (Value, Dialect)> {
     (
         proptest::collection::vec(step(), 0..30),
-        prop_oneof![Just(Dialect::Openai), Just(Dialect::Anthropic)],
+        prop_oneof![
+            Just(Dialect::Openai),
+            Just(Dialect::Anthropic),
+            Just(Dialect::Responses)
+        ],
         proptest::bool::ANY,
         proptest::bool::weighted(0.2),
         proptest::bool::weighted(0.3),
@@ -218,6 +323,13 @@ pub fn document() -> impl Strategy<Value = (Value, Dialect)> {
                 steps.insert(at, Step::Greeting);
             }
             let msgs = build(dialect, &steps, dangling);
+            if dialect == Dialect::Responses && body {
+                return (
+                    json!({"model": "gpt-5", "instructions": "be brief", "input": msgs,
+                        "store": false, "include": ["reasoning.encrypted_content"]}),
+                    dialect,
+                );
+            }
             let v = match (dialect == Dialect::Anthropic, body) {
                 (_, false) => Value::Array(msgs),
                 (false, true) => {
@@ -270,7 +382,7 @@ pub fn assert_invariants(
         let kb: Vec<&String> = b.keys().collect();
         prop_assert_eq!(ka, kb);
         for (k, v) in a {
-            if k != "messages" {
+            if k != "messages" && k != "input" {
                 prop_assert_eq!(Some(v), b.get(k));
             }
         }
@@ -305,7 +417,7 @@ pub fn assert_invariants(
                 !matches!(
                     m.get("role").and_then(Value::as_str),
                     Some("system" | "developer")
-                )
+                ) && m.get("type").and_then(Value::as_str) != Some("compaction")
             })
             .and_then(|m| m.get("role").and_then(Value::as_str).map(str::to_string))
     };
