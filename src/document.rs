@@ -35,6 +35,80 @@ pub struct Document {
     key: &'static str,
     /// How a Responses body's `input` was written, to write it back the same way.
     input: Input,
+    /// The Batch envelope the request body came in, if it came in one.
+    batch: Option<Batch>,
+}
+
+/// An OpenAI Batch input line, `{"custom_id", "method", "url", "body"}`: the request is its
+/// `body`; the rest of the line is kept as it is.
+#[derive(Clone, Debug)]
+struct Batch {
+    custom_id: Option<String>,
+    url: Option<String>,
+}
+
+impl Batch {
+    /// The envelope of `v`, when it is a Batch input line; an error naming a Batch output or
+    /// error line, which holds a reply, not a request.
+    fn of(v: &Value) -> Result<Option<Batch>> {
+        let Value::Object(o) = v else {
+            return Ok(None);
+        };
+        if !o.contains_key("custom_id") {
+            return Ok(None);
+        }
+        let custom_id = o
+            .get("custom_id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        match o.get("body") {
+            Some(Value::Object(_)) => Ok(Some(Batch {
+                custom_id,
+                url: o.get("url").and_then(Value::as_str).map(str::to_string),
+            })),
+            Some(other) => bail!(
+                "Batch line: `.body` must be a request body object, found {}",
+                kind(other)
+            ),
+            None if o.contains_key("response") || o.contains_key("error") => bail!(
+                "this is a Batch output line (`response.body` holds the provider's reply, not a request): ctx reads requests, such as the lines of the Batch input file"
+            ),
+            None => Ok(None),
+        }
+    }
+
+    /// Refuses a line whose `url` names another endpoint than its body's shape.
+    fn check_endpoint(&self, key: &str) -> Result<()> {
+        let Some(url) = self.url.as_deref() else {
+            return Ok(());
+        };
+        let path = url
+            .split(['?', '#'])
+            .next()
+            .unwrap_or(url)
+            .trim_end_matches('/');
+        let expected = if key == INPUT {
+            "/responses"
+        } else {
+            "/chat/completions"
+        };
+        if path.ends_with("/chat/completions") || path.ends_with("/responses") {
+            if !path.ends_with(expected) {
+                bail!(
+                    "Batch line: the url is {url:?} but the body has `{key}` (a {} request)",
+                    if key == INPUT {
+                        "Responses"
+                    } else {
+                        "Chat Completions or Messages"
+                    }
+                );
+            }
+            return Ok(());
+        }
+        bail!(
+            "Batch line: the url is {url:?}; ctx reads /v1/chat/completions and /v1/responses requests"
+        )
+    }
 }
 
 const MESSAGES: &str = "messages";
@@ -93,6 +167,7 @@ impl Document {
             markers: Markers::default(),
             key: MESSAGES,
             input: Input::List,
+            batch: None,
         }
     }
 
@@ -107,7 +182,12 @@ impl Document {
     ///   `source`, ...) or Anthropic tool definitions (`input_schema`) make it Anthropic;
     /// - else OpenAI (plain text messages are OpenAI).
     pub fn parse(mut value: Value, format: Option<Dialect>) -> Result<Document> {
-        let (shape, key, input) = match &mut value {
+        let batch = Batch::of(&value)?;
+        let request = match &batch {
+            Some(_) => &mut value["body"],
+            None => &mut value,
+        };
+        let (shape, key, input) = match request {
             Value::Array(_) => (Shape::Array, MESSAGES, Input::List),
             Value::Object(o) => match o.get("messages") {
                 Some(Value::Array(_)) => (Shape::Body, MESSAGES, Input::List),
@@ -131,6 +211,9 @@ impl Document {
                 kind(other)
             ),
         };
+        if let Some(b) = &batch {
+            b.check_endpoint(key)?;
+        }
         match (key, format) {
             (INPUT, Some(d)) if d != Dialect::Responses => bail!(
                 "--format {}: this is an OpenAI Responses body (`input`), not {}; leave --format out or pass --format responses",
@@ -149,6 +232,7 @@ impl Document {
             markers: Markers::default(),
             key,
             input,
+            batch,
         };
         for (i, m) in doc.messages().iter().enumerate() {
             if !m.is_object() {
@@ -246,9 +330,29 @@ impl Document {
         }
         Ok(())
     }
+    /// The request: the document, or the body of its Batch line.
+    fn request(&self) -> &Value {
+        match self.batch {
+            Some(_) => &self.root["body"],
+            None => &self.root,
+        }
+    }
+
+    fn request_mut(&mut self) -> &mut Value {
+        match self.batch {
+            Some(_) => &mut self.root["body"],
+            None => &mut self.root,
+        }
+    }
+
+    /// The `custom_id` of the Batch line the document came in, if it came in one.
+    pub fn custom_id(&self) -> Option<&str> {
+        self.batch.as_ref()?.custom_id.as_deref()
+    }
+
     /// The messages.
     pub fn messages(&self) -> &[Value] {
-        match &self.root {
+        match self.request() {
             Value::Array(a) => a,
             Value::Object(o) => o[self.key].as_array().map(Vec::as_slice).unwrap_or(&[]),
             _ => &[],
@@ -257,9 +361,10 @@ impl Document {
 
     /// The messages, for commands that rewrite them.
     pub fn messages_mut(&mut self) -> &mut Vec<Value> {
-        match &mut self.root {
+        let key = self.key;
+        match self.request_mut() {
             Value::Array(a) => a,
-            Value::Object(o) => match o.get_mut(self.key) {
+            Value::Object(o) => match o.get_mut(key) {
                 Some(Value::Array(a)) => a,
                 _ => unreachable!("checked in Document::parse"),
             },
@@ -269,7 +374,7 @@ impl Document {
 
     /// The request body, when the document is one.
     pub fn body(&self) -> Option<&Map<String, Value>> {
-        match &self.root {
+        match self.request() {
             Value::Object(o) => Some(o),
             _ => None,
         }
@@ -300,28 +405,32 @@ impl Document {
             .find(|k| b.get(*k).is_some_and(|v| !v.is_null()))
     }
 
-    /// The pointer to message `i`: `/messages/i` in a body, `/i` in an array.
+    /// The pointer to message `i`: `/messages/i` in a body, `/i` in an array, under `/body`
+    /// in a Batch line.
     pub fn message_pointer(&self, i: usize) -> String {
+        let batch = if self.batch.is_some() { "/body" } else { "" };
         match self.shape {
             Shape::Array => format!("/{i}"),
-            Shape::Body => format!("/{}/{i}", self.key),
+            Shape::Body => format!("{batch}/{}/{i}", self.key),
         }
     }
 
     /// The jq-style path of message `i`, as users see it: `.messages[i]` in a body, `.[i]` in
     /// an array.
     pub fn message_path(&self, i: usize) -> String {
+        let batch = if self.batch.is_some() { ".body" } else { "" };
         match self.shape {
             Shape::Array => format!(".[{i}]"),
-            Shape::Body => format!(".{}[{i}]", self.key),
+            Shape::Body => format!("{batch}.{}[{i}]", self.key),
         }
     }
 
     /// The document as JSON, for writing out: a Responses `input` written as a string, or
     /// left out, is written back so while the items allow it.
     pub fn into_value(mut self) -> Value {
-        if let Value::Object(o) = &mut self.root {
-            match (self.input, o.get_mut(INPUT)) {
+        let form = self.input;
+        if let Value::Object(o) = self.request_mut() {
+            match (form, o.get_mut(INPUT)) {
                 (Input::Text, Some(input)) => {
                     if let Some(text) = lone_user_text(input) {
                         *input = Value::String(text);

@@ -299,6 +299,9 @@ impl<'a> Runner<'a> {
         // without it).
         let source_name = counted.map_or("ctx", |c| c.provider.name());
         let mut report = Map::new();
+        if let Some(id) = p.doc.custom_id() {
+            report.insert("custom_id".into(), json!(id));
+        }
         report.insert("model".into(), json!(p.settings.model_name));
         report.insert("encoding".into(), json!(p.settings.encoding.name()));
         report.insert("format".into(), json!(p.doc.dialect.name()));
@@ -348,6 +351,9 @@ impl<'a> Runner<'a> {
         };
         // The --report line: the total and where it came from.
         let mut line = Map::new();
+        if let Some(id) = p.doc.custom_id() {
+            line.insert("custom_id".into(), json!(id));
+        }
         line.insert("model".into(), json!(p.settings.model_name));
         line.insert("tokens".into(), json!(tokens));
         line.insert("exact".into(), json!(exact));

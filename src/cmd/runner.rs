@@ -117,13 +117,18 @@ impl<'a> Shared<'a> {
         let counter = Counter::new(&settings, doc.dialect);
         let count = counter.document(&doc)?;
         warnings.extend(count.notes.warnings.iter().cloned());
+        let custom_id = doc.custom_id().map(str::to_string);
         let counted = Counted {
             doc,
             counter: &counter,
             count,
         };
-        let r = command.rewrite(counted, limits)?;
+        let mut r = command.rewrite(counted, limits)?;
         warnings.extend(r.warnings);
+        // A Batch line's report names its request.
+        if let (Some(id), Some(Value::Object(report))) = (custom_id, r.report.as_mut()) {
+            report.insert("custom_id".into(), Value::String(id));
+        }
         Ok(Outcome {
             stdout: self.render(&r.output),
             code: super::Exit::Success,

@@ -174,8 +174,13 @@ fn find_previous(
     let mut only_system = true;
     let system_role = dialect.system_role().is_some();
     for (i, m) in conv.messages.iter().enumerate() {
-        let role_ok = match m.role {
-            Role::System => system_role && role == SummaryRole::System,
+        let role_ok = match &m.role {
+            // The role ctx writes system summaries in (`system`; a Responses `developer`).
+            r if r.is_system() => {
+                system_role
+                    && role == SummaryRole::System
+                    && dialect.system_role() == Some(r.name())
+            }
             Role::User => !system_role || role == SummaryRole::User || only_system,
             _ => false,
         };
@@ -187,7 +192,8 @@ fn find_previous(
         if !pinned[i] {
             return None;
         }
-        only_system &= m.role.is_system();
+        // (A compaction item opens the conversation as a system prompt does.)
+        only_system &= m.role.is_system() || m.compaction;
     }
     None
 }
