@@ -7,9 +7,9 @@ use super::prune::{self, PruneFlags};
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
 use super::summarize::{self, Engine, Summarizer, SummaryArgs};
 use super::truncate::{self, TruncateFlags};
-use super::{BudgetArgs, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{BudgetArgs, DocArgs, Env, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
 use crate::input::Origin;
-use crate::settings::{Budget, ModelArgs};
+use crate::settings::Budget;
 
 pub(crate) use crate::ops::fit::{DEFAULT_SHORTEN_ARGS, Options, Stage, fit};
 
@@ -48,10 +48,7 @@ pub(crate) use crate::ops::fit::{DEFAULT_SHORTEN_ARGS, Options, Stage, fit};
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub doc: DocArgs,
 
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -178,7 +175,7 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// Checks the flags and resolves the stages and the summarizer.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
+        let shared = Shared::new(&args.doc, &args.output, env)?;
         if let (Some(Budget::Tokens(b)), Some(Budget::Tokens(t))) =
             (args.budget.budget, args.trigger)
         {
@@ -201,7 +198,7 @@ impl<'a> Runner<'a> {
                 env,
                 args.output.quiet || args.side.report_to_stderr(),
                 "fit",
-                args.input.max_input_size,
+                args.doc.input.max_input_size,
             )?)
         } else {
             None

@@ -34,7 +34,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::document::{Dialect, Document};
-use crate::settings::{Budget, InputLimit, ModelOptions, Settings};
+use crate::settings::{Budget, InputLimit, ModelArgs, ModelOptions, Settings};
 
 /// Input flags shared by every command that reads documents.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -52,6 +52,18 @@ pub struct InputArgs {
     /// error (exit 2) that ends its input.
     #[arg(long, value_name = "SIZE", default_value = "256M")]
     pub max_input_size: crate::input::ByteSize,
+}
+
+/// The flags of the documents a command counts: where they come from ([`InputArgs`]) and what
+/// they are counted for ([`ModelArgs`]). Every command that counts documents flattens it first
+/// (`check` counts nothing and takes [`InputArgs`] alone).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct DocArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// The parser of a flag whose value is one of `all`, spelt as `name` spells it: help lists the

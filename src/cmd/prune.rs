@@ -4,10 +4,10 @@ use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{CannotFit, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{CannotFit, DocArgs, Env, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
 use crate::clip::DEFAULT_PLACEHOLDER;
 use crate::input::Origin;
-use crate::settings::{Budget, ModelArgs};
+use crate::settings::Budget;
 
 pub(crate) use crate::ops::prune::{DEFAULT_KEEP, DEFAULT_MIN_SAVING, Options, Thinking, prune};
 
@@ -35,10 +35,7 @@ pub(crate) use crate::ops::prune::{DEFAULT_KEEP, DEFAULT_MIN_SAVING, Options, Th
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub doc: DocArgs,
 
     #[command(flatten)]
     pub prune: PruneFlags,
@@ -162,7 +159,7 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// Reads what the run shares and checks the limits of clipping and shortening.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
+        let shared = Shared::new(&args.doc, &args.output, env)?;
         if args.max_tool_tokens == Some(0) {
             bail!("--max-tool-tokens must be at least 1");
         }

@@ -52,6 +52,7 @@ macro_rules! filter {
     (
         $command:ident,
         runner: |$args:ident, $env:ident| $runner:expr,
+        input: $($input:ident).+,
         output: $output:ident,
         sidecars: |$a:ident| $sidecars:expr
         $(, $notes:ident)?
@@ -76,7 +77,7 @@ macro_rules! filter {
             }
 
             fn input(&self) -> &InputArgs {
-                &self.input
+                &self.$($input).+
             }
 
             fn output(&self) -> &OutputArgs {
@@ -94,6 +95,7 @@ macro_rules! filter {
 filter!(
     count,
     runner: |args, env| count::Runner::new(args, env),
+    input: doc.input,
     output: output_flags,
     sidecars: |a| Some(SideArgs {
         report: a.report.clone(),
@@ -103,24 +105,28 @@ filter!(
 filter!(
     check,
     runner: |args, env| Ok(check::Runner::new(args, env)),
+    input: input,
     output: output,
     sidecars: |_a| None
 );
 filter!(
     prune,
     runner: |args, env| prune::Runner::new(args, env),
+    input: doc.input,
     output: output,
     sidecars: |a| Some(a.side.clone())
 );
 filter!(
     truncate,
     runner: |args, env| truncate::Runner::new(args, env),
+    input: doc.input,
     output: output,
     sidecars: |a| Some(a.side.clone())
 );
 filter!(
     summarize,
     runner: |args, env| summarize::Runner::new(args, env),
+    input: doc.input,
     output: output,
     sidecars: |a| Some(a.side.clone()),
     notes
@@ -129,6 +135,7 @@ filter!(
 filter!(
     fit,
     runner: |args, env| fit::Runner::new(args, env),
+    input: doc.input,
     output: output,
     sidecars: |a| Some(SideArgs {
         report: a.side.report.clone().or_else(|| a.dry_run.then(|| "-".into())),

@@ -14,11 +14,13 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::Value;
 
-use super::{Dropped, Env, InputArgs, Outcome, OutputArgs, Prepared, prepare, prepare_to_count};
+use super::{
+    DocArgs, Dropped, Env, InputArgs, Outcome, OutputArgs, Prepared, prepare, prepare_to_count,
+};
 use crate::counter::{Counter, DocumentCount};
 use crate::document::Document;
 use crate::output::render;
-use crate::settings::{ModelArgs, ModelOptions, read_tools_file};
+use crate::settings::{ModelOptions, read_tools_file};
 
 /// What a run of a command shares across its documents: its input, model and output flags, the
 /// environment, and the `--tools` definitions, read once.
@@ -68,20 +70,17 @@ pub struct Rewritten {
 impl<'a> Shared<'a> {
     /// Reads what the run shares: the `--tools` file, at most `--max-input-size` bytes (an error
     /// here ends the run before any document is read).
-    pub fn new(
-        input: &'a InputArgs,
-        model: &ModelArgs,
-        output: &OutputArgs,
-        env: &'a Env,
-    ) -> Result<Shared<'a>> {
-        let tools = model
+    pub fn new(doc: &'a DocArgs, output: &OutputArgs, env: &'a Env) -> Result<Shared<'a>> {
+        let input = &doc.input;
+        let tools = doc
+            .model
             .tools
             .as_deref()
             .map(|p| read_tools_file(p, input.max_input_size))
             .transpose()?;
         Ok(Shared {
             input,
-            model: model.into(),
+            model: (&doc.model).into(),
             env,
             compact: output.compact,
             tools,

@@ -8,11 +8,11 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{DocArgs, Env, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
 use crate::input::{ByteSize, Origin, read_flag_file};
 use crate::llm::{BaseUrl, Endpoint, UrlArg};
 use crate::ops::summarize::{Llm, Source};
-use crate::settings::{Budget, ModelArgs};
+use crate::settings::Budget;
 
 /// Finds a summary made by ctx: the cumulative count in its header (for tests that read
 /// `ctx summarize`'s output).
@@ -57,10 +57,7 @@ pub(crate) use crate::ops::summarize::{
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub doc: DocArgs,
 
     /// Summarize when at least N messages came since the last summary.
     #[arg(long, value_name = "N", default_value_t = 30)]
@@ -345,14 +342,14 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// Resolves the engine and reads the files the run shares.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
+        let shared = Shared::new(&args.doc, &args.output, env)?;
         let summarizer = Summarizer::new(
             &args.summary,
             args.engine,
             env,
             args.output.quiet || args.side.report_to_stderr(),
             "summarize",
-            args.input.max_input_size,
+            args.doc.input.max_input_size,
         )?;
         Ok(Runner {
             args,

@@ -4,9 +4,8 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{BudgetArgs, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{BudgetArgs, DocArgs, Env, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
 use crate::input::Origin;
-use crate::settings::ModelArgs;
 
 pub(crate) use crate::ops::truncate::{
     DEFAULT_KEEP_FIRST, Options, Strategy, Weights, note_text, parse_weights, truncate,
@@ -30,10 +29,7 @@ pub(crate) use crate::ops::truncate::{
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub doc: DocArgs,
 
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -130,7 +126,7 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// Reads what the run shares and checks the note's text.
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
+        let shared = Shared::new(&args.doc, &args.output, env)?;
         Ok(Runner {
             args,
             shared,
