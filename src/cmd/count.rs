@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::runner::Shared;
 use super::summarize::{MAX_RETRIES, parse_timeout};
-use super::{DocArgs, Env, ExactCountFailed, Outcome, OutputArgs};
+use super::{DocArgs, Env, ExactCountFailed, Outcome, OutputArgs, Run};
 use crate::conversation::Conversation;
 use crate::counter::Counter;
 use crate::exact::{BaseUrlFlags, Providers};
@@ -220,9 +220,11 @@ impl<'a> Runner<'a> {
             })),
         }
     }
+}
 
+impl Run for Runner<'_> {
     /// Counts one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
+    fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
         let p = self.shared.prepare_to_count(value)?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;

@@ -4,11 +4,10 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::prune::{self, PruneFlags};
-use super::runner::{Counted, Rewrite, Rewritten, Shared};
+use super::runner::{Counted, Rewrite, Rewritten};
 use super::summarize::{self, Engine, Summarizer, SummaryArgs};
 use super::truncate::{self, TruncateFlags};
-use super::{BudgetArgs, DocArgs, Env, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
-use crate::input::Origin;
+use super::{BudgetArgs, DocArgs, Env, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
 use crate::settings::Budget;
 
 pub(crate) use crate::ops::fit::{DEFAULT_SHORTEN_ARGS, Options, Stage, fit};
@@ -163,21 +162,18 @@ impl Args {
     }
 }
 
-/// Runs `fit` over documents.
-pub struct Runner<'a> {
-    args: &'a Args,
-    shared: Shared<'a>,
-    /// The options of the flags; each document's budget and trigger go in.
-    options: Options,
-    summarizer: Option<Summarizer>,
-}
+impl Rewrite for Args {
+    /// The options of the flags (each document's budget and trigger go in) and the summarizer
+    /// of the summarize stage, when it runs.
+    type Setup = (Options, Option<Summarizer>);
 
-impl<'a> Runner<'a> {
+    /// The budget and the trigger, in tokens.
+    type Limits = (u64, u64);
+
     /// Checks the flags and resolves the stages and the summarizer.
-    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.doc, &args.output, env)?;
+    fn setup(&self, env: &Env) -> Result<Self::Setup> {
         if let (Some(Budget::Tokens(b)), Some(Budget::Tokens(t))) =
-            (args.budget.budget, args.trigger)
+            (self.budget.budget, self.trigger)
         {
             if t < b {
                 bail!(
@@ -185,57 +181,39 @@ impl<'a> Runner<'a> {
                 );
             }
         }
-        let options = args.options()?;
+        let options = self.options()?;
         let summarizer = if options.stages.contains(&Stage::Summarize) {
-            if args.dry_run && args.summarize == Some(Engine::Llm) {
+            if self.dry_run && self.summarize == Some(Engine::Llm) {
                 bail!(
                     "--dry-run with --summarize=llm would call the server; preview with --summarize=extractive"
                 );
             }
             Some(Summarizer::new(
-                &args.summary,
-                args.summarize.unwrap_or(Engine::Auto),
+                &self.summary,
+                self.summarize.unwrap_or(Engine::Auto),
                 env,
-                args.output.quiet || args.side.report_to_stderr(),
+                self.output.quiet || self.side.report_to_stderr(),
                 "fit",
-                args.doc.input.max_input_size,
+                self.doc.input.max_input_size,
             )?)
         } else {
             None
         };
-        Ok(Runner {
-            args,
-            shared,
-            options,
-            summarizer,
-        })
+        Ok((options, summarizer))
     }
 
-    /// Notes about the whole run for the user (which engine `--engine auto` chose).
-    pub fn notes(&self) -> Vec<String> {
-        let note = self.summarizer.as_ref().and_then(Summarizer::note);
-        note.map(String::from).into_iter().collect()
+    fn note((_, summarizer): &Self::Setup) -> Option<&str> {
+        summarizer.as_ref().and_then(Summarizer::note)
     }
-
-    /// Fits one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        self.shared.rewrite(self, value)
-    }
-}
-
-impl Rewrite for Runner<'_> {
-    /// The budget and the trigger, in tokens.
-    type Limits = (u64, u64);
 
     fn limits(&self, p: &mut Prepared) -> Result<(u64, u64)> {
-        let args = self.args;
-        let budget = args.budget.budget(p)?;
-        let trigger = match args.trigger {
+        let budget = self.budget.budget(p)?;
+        let trigger = match self.trigger {
             Some(t) => {
                 // Compared as given: lowering both to the window minus the reserve may make
                 // them equal, which is fine.
                 let given = p.settings.budget_tokens(t)?;
-                let given_budget = match args.budget.budget {
+                let given_budget = match self.budget.budget {
                     Some(b) => p.settings.budget_tokens(b)?,
                     None => budget,
                 };
@@ -244,17 +222,21 @@ impl Rewrite for Runner<'_> {
                         "--trigger ({given} tokens) is below the budget ({given_budget} tokens): the trigger must be at least the budget"
                     );
                 }
-                p.request_tokens("--trigger", t, args.budget.reserve)?
+                p.request_tokens("--trigger", t, self.budget.reserve)?
             }
             None => budget,
         };
         Ok((budget, trigger))
     }
 
-    fn rewrite(&self, d: Counted<'_>, (budget, trigger): (u64, u64)) -> Result<Rewritten> {
-        let args = self.args;
+    fn rewrite(
+        &self,
+        (options, summarizer): &Self::Setup,
+        d: Counted<'_>,
+        (budget, trigger): (u64, u64),
+    ) -> Result<Rewritten> {
         let mut warnings = Vec::new();
-        if let Some(w) = args.warn_at {
+        if let Some(w) = self.warn_at {
             let settings = d.counter.settings;
             let limit = settings.budget_tokens(w)?;
             let tokens = d.count.total();
@@ -271,9 +253,9 @@ impl Rewrite for Runner<'_> {
                 ));
             }
         }
-        let opts = self.options.for_budget(budget, trigger);
-        let input = args.dry_run.then(|| d.doc.value().clone());
-        let f = fit(d.doc, d.counter, d.count, &opts, self.summarizer.as_ref())?;
+        let opts = options.for_budget(budget, trigger);
+        let input = self.dry_run.then(|| d.doc.value().clone());
+        let f = fit(d.doc, d.counter, d.count, &opts, summarizer.as_ref())?;
         if f.stages.iter().any(|s| s["summary_truncated"] == true) {
             warnings.push(summarize::TRUNCATED_SUMMARY.to_string());
         }

@@ -3,10 +3,9 @@
 use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
-use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{CannotFit, DocArgs, Env, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::runner::{Counted, Rewrite, Rewritten};
+use super::{CannotFit, DocArgs, Env, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
 use crate::clip::DEFAULT_PLACEHOLDER;
-use crate::input::Origin;
 use crate::settings::Budget;
 
 pub(crate) use crate::ops::prune::{DEFAULT_KEEP, DEFAULT_MIN_SAVING, Options, Thinking, prune};
@@ -148,61 +147,47 @@ impl Args {
     }
 }
 
-/// Runs `prune` over documents.
-pub struct Runner<'a> {
-    args: &'a Args,
-    shared: Shared<'a>,
+impl Rewrite for Args {
     /// The options of the flags; each document's trigger and budget go in.
-    options: Options,
-}
+    type Setup = Options;
 
-impl<'a> Runner<'a> {
-    /// Reads what the run shares and checks the limits of clipping and shortening.
-    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.doc, &args.output, env)?;
-        if args.max_tool_tokens == Some(0) {
-            bail!("--max-tool-tokens must be at least 1");
-        }
-        if args.shorten_args == Some(0) {
-            bail!("--shorten-args must be at least 1");
-        }
-        Ok(Runner {
-            args,
-            shared,
-            options: args.options(),
-        })
-    }
-
-    /// Prunes one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        self.shared.rewrite(self, value)
-    }
-}
-
-impl Rewrite for Runner<'_> {
     /// `--trigger` and `--budget`, in tokens.
     type Limits = (Option<u64>, Option<u64>);
 
+    /// Checks the limits of clipping and shortening.
+    fn setup(&self, _env: &Env) -> Result<Options> {
+        if self.max_tool_tokens == Some(0) {
+            bail!("--max-tool-tokens must be at least 1");
+        }
+        if self.shorten_args == Some(0) {
+            bail!("--shorten-args must be at least 1");
+        }
+        Ok(self.options())
+    }
+
     fn limits(&self, p: &mut Prepared) -> Result<Self::Limits> {
-        let reserve = self.args.reserve;
+        let reserve = self.reserve;
         let trigger = self
-            .args
             .trigger
             .map(|t| p.request_tokens("--trigger", t, reserve))
             .transpose()?;
         let budget = self
-            .args
             .budget
             .map(|b| p.request_tokens("--budget", b, reserve))
             .transpose()?;
         Ok((trigger, budget))
     }
 
-    fn rewrite(&self, d: Counted<'_>, (trigger, budget): Self::Limits) -> Result<Rewritten> {
+    fn rewrite(
+        &self,
+        options: &Options,
+        d: Counted<'_>,
+        (trigger, budget): Self::Limits,
+    ) -> Result<Rewritten> {
         let opts = Options {
             trigger,
             budget,
-            ..self.options.clone()
+            ..options.clone()
         };
         let r = prune(d.doc, d.counter, &d.count, &opts)?;
         if let Some(b) = budget {

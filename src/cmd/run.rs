@@ -10,6 +10,7 @@
 use anyhow::Result;
 use serde_json::Value;
 
+use super::runner::Rewriter;
 use super::{Env, InputArgs, Outcome, OutputArgs, SideArgs};
 use super::{check, count, fit, prune, summarize, truncate};
 use crate::input::Origin;
@@ -46,34 +47,38 @@ pub trait Filter {
     fn sidecars(&self) -> Option<SideArgs>;
 }
 
-/// Implements [`Run`] and [`Filter`] for a command by delegating to its own `Runner::new`,
-/// `Runner::process` and (when `notes` is named) `Runner::notes`.
+/// Implements [`Filter`] for a command's flags: `rewriting` for a command that rewrites
+/// documents (its flags implement [`Rewrite`], its runner is a [`Rewriter`]; `--report` and
+/// `--dropped` as its `side` flags say unless `sidecars` is given), else with the command's
+/// runner type and how to make it, and the fields holding its flags.
 macro_rules! filter {
+    (rewriting $command:ident) => {
+        filter!(rewriting $command, sidecars: |a| a.side.clone());
+    };
+    (rewriting $command:ident, sidecars: |$a:ident| $sidecars:expr) => {
+        filter!(
+            $command,
+            runner: Rewriter<'a, $command::Args> = |args, env| {
+                Rewriter::new(args, &args.doc, &args.output, env)
+            },
+            input: doc.input,
+            output: output,
+            sidecars: |$a| Some($sidecars)
+        );
+    };
     (
         $command:ident,
-        runner: |$args:ident, $env:ident| $runner:expr,
+        runner: $runner:ty = |$args:ident, $env:ident| $new:expr,
         input: $($input:ident).+,
         output: $output:ident,
         sidecars: |$a:ident| $sidecars:expr
-        $(, $notes:ident)?
     ) => {
-        impl Run for $command::Runner<'_> {
-            fn process(&self, origin: &Origin, value: Value) -> Result<Outcome> {
-                $command::Runner::process(self, origin, value)
-            }
-            $(
-                fn $notes(&self) -> Vec<String> {
-                    $command::Runner::notes(self)
-                }
-            )?
-        }
-
         impl Filter for $command::Args {
-            type Runner<'a> = $command::Runner<'a>;
+            type Runner<'a> = $runner;
 
-            fn runner<'a>(&'a self, $env: &'a Env) -> Result<$command::Runner<'a>> {
+            fn runner<'a>(&'a self, $env: &'a Env) -> Result<Self::Runner<'a>> {
                 let $args = self;
-                $runner
+                $new
             }
 
             fn input(&self) -> &InputArgs {
@@ -94,7 +99,7 @@ macro_rules! filter {
 
 filter!(
     count,
-    runner: |args, env| count::Runner::new(args, env),
+    runner: count::Runner<'a> = |args, env| count::Runner::new(args, env),
     input: doc.input,
     output: output_flags,
     sidecars: |a| Some(SideArgs {
@@ -104,42 +109,16 @@ filter!(
 );
 filter!(
     check,
-    runner: |args, env| Ok(check::Runner::new(args, env)),
+    runner: check::Runner<'a> = |args, env| Ok(check::Runner::new(args, env)),
     input: input,
     output: output,
     sidecars: |_a| None
 );
-filter!(
-    prune,
-    runner: |args, env| prune::Runner::new(args, env),
-    input: doc.input,
-    output: output,
-    sidecars: |a| Some(a.side.clone())
-);
-filter!(
-    truncate,
-    runner: |args, env| truncate::Runner::new(args, env),
-    input: doc.input,
-    output: output,
-    sidecars: |a| Some(a.side.clone())
-);
-filter!(
-    summarize,
-    runner: |args, env| summarize::Runner::new(args, env),
-    input: doc.input,
-    output: output,
-    sidecars: |a| Some(a.side.clone()),
-    notes
-);
+filter!(rewriting prune);
+filter!(rewriting truncate);
+filter!(rewriting summarize);
 // `--dry-run` reports what it would do: to `--report FILE`, else to stderr.
-filter!(
-    fit,
-    runner: |args, env| fit::Runner::new(args, env),
-    input: doc.input,
-    output: output,
-    sidecars: |a| Some(SideArgs {
-        report: a.side.report.clone().or_else(|| a.dry_run.then(|| "-".into())),
-        dropped: a.side.dropped.clone(),
-    }),
-    notes
-);
+filter!(rewriting fit, sidecars: |a| SideArgs {
+    report: a.side.report.clone().or_else(|| a.dry_run.then(|| "-".into())),
+    dropped: a.side.dropped.clone(),
+});

@@ -14,11 +14,13 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::Value;
 
+use super::Run;
 use super::{
     DocArgs, Dropped, Env, InputArgs, Outcome, OutputArgs, Prepared, prepare, prepare_to_count,
 };
 use crate::counter::{Counter, DocumentCount};
 use crate::document::Document;
+use crate::input::Origin;
 use crate::output::render;
 use crate::settings::{ModelOptions, read_tools_file};
 
@@ -32,17 +34,72 @@ pub struct Shared<'a> {
     tools: Option<Arc<Value>>,
 }
 
-/// The part of a command that rewrites documents that is its own.
-pub trait Rewrite {
+/// A command that rewrites documents, implemented by its flags: the part of the run that is its
+/// own.
+pub trait Rewrite: Sync {
+    /// What the command resolves from its flags once for the whole run (the options they set,
+    /// the summarizer).
+    type Setup: Sync;
+
     /// What the command works out from a prepared document before it is counted (its budget,
     /// its trigger, in tokens).
     type Limits;
+
+    /// Checks the flags and resolves the run's setup; an error is a usage error and nothing is
+    /// read.
+    fn setup(&self, env: &Env) -> Result<Self::Setup>;
+
+    /// The note about the whole run, told once (which engine `--engine auto` chose).
+    fn note(_setup: &Self::Setup) -> Option<&str> {
+        None
+    }
 
     /// Works out the limits of `p`; a limit lowered to the window adds its warning to `p`.
     fn limits(&self, p: &mut Prepared) -> Result<Self::Limits>;
 
     /// Rewrites a counted document within its limits.
-    fn rewrite(&self, doc: Counted<'_>, limits: Self::Limits) -> Result<Rewritten>;
+    fn rewrite(
+        &self,
+        setup: &Self::Setup,
+        doc: Counted<'_>,
+        limits: Self::Limits,
+    ) -> Result<Rewritten>;
+}
+
+/// Runs a command that rewrites documents: what the run shares, the command's flags, and the
+/// setup it resolved from them.
+pub struct Rewriter<'a, C: Rewrite> {
+    shared: Shared<'a>,
+    command: &'a C,
+    setup: C::Setup,
+}
+
+impl<'a, C: Rewrite> Rewriter<'a, C> {
+    /// Reads what the run shares (`doc`, `output`), then resolves the command's setup.
+    pub fn new(
+        command: &'a C,
+        doc: &'a DocArgs,
+        output: &OutputArgs,
+        env: &'a Env,
+    ) -> Result<Rewriter<'a, C>> {
+        let shared = Shared::new(doc, output, env)?;
+        let setup = command.setup(env)?;
+        Ok(Rewriter {
+            shared,
+            command,
+            setup,
+        })
+    }
+}
+
+impl<C: Rewrite> Run for Rewriter<'_, C> {
+    fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
+        self.shared.rewrite(self.command, &self.setup, value)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        C::note(&self.setup).map(String::from).into_iter().collect()
+    }
 }
 
 /// A document prepared and counted, as a command gets it to rewrite.
@@ -105,7 +162,12 @@ impl<'a> Shared<'a> {
 
     /// One document through a rewriting command: prepared, its limits worked out, counted,
     /// rewritten by `command`, and rendered with the warnings of every step in that order.
-    pub fn rewrite<R: Rewrite>(&self, command: &R, value: Value) -> Result<Outcome> {
+    pub fn rewrite<C: Rewrite>(
+        &self,
+        command: &C,
+        setup: &C::Setup,
+        value: Value,
+    ) -> Result<Outcome> {
         let mut p = self.prepare(value)?;
         let limits = command.limits(&mut p)?;
         let Prepared {
@@ -121,7 +183,7 @@ impl<'a> Shared<'a> {
             counter: &counter,
             count,
         };
-        let r = command.rewrite(counted, limits)?;
+        let r = command.rewrite(setup, counted, limits)?;
         warnings.extend(r.warnings);
         Ok(Outcome {
             stdout: self.render(&r.output),
