@@ -365,3 +365,44 @@ impl SideArgs {
         self.report.as_deref() == Some(std::path::Path::new("-"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The library's defaults are the commands': the options of no flags are each operation's
+    /// `Options::default()`, whether from the flags a command shares with `fit` or from all of
+    /// its own (`prune` keeps no originals without `--dropped`; the library keeps them).
+    #[test]
+    fn options_from_no_flags_are_the_defaults() {
+        let debug = |options: &dyn std::fmt::Debug| format!("{options:?}");
+        let prune: prune::Args = parse_flags(&["prune"]);
+        let truncate: truncate::Args = parse_flags(&["truncate"]);
+        let prune_all = prune::Options {
+            keep_originals: true,
+            ..prune.options()
+        };
+        let prune_defaults = debug(&prune::Options::default());
+        let truncate_defaults = debug(&truncate::Options::default());
+        for (flags, options, defaults) in [
+            (
+                "prune's shared",
+                debug(&prune.prune.options()),
+                &prune_defaults,
+            ),
+            ("prune's", debug(&prune_all), &prune_defaults),
+            (
+                "truncate's shared",
+                debug(&truncate.truncate.options().unwrap()),
+                &truncate_defaults,
+            ),
+            (
+                "truncate's",
+                debug(&truncate.options().unwrap()),
+                &truncate_defaults,
+            ),
+        ] {
+            assert_eq!(&options, defaults, "{flags} flags");
+        }
+    }
+}

@@ -222,22 +222,3 @@ impl Rewrite for Args {
         })
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The library's defaults are the command's: the options of no flags are
-    /// `Options::default()`, and `prune`'s own flags add nothing to them.
-    #[test]
-    fn options_from_no_flags_are_the_defaults() {
-        let args: Args = crate::cmd::parse_flags(&["prune"]);
-        let defaults = format!("{:?}", Options::default());
-        assert_eq!(format!("{:?}", args.prune.options()), defaults);
-        let all = Options {
-            keep_originals: true,
-            ..args.options()
-        };
-        assert_eq!(format!("{all:?}"), defaults);
-    }
-}

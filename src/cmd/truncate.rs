@@ -156,18 +156,3 @@ impl Rewrite for Args {
         })
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The library's defaults are the command's: the options of no flags are
-    /// `Options::default()`.
-    #[test]
-    fn options_from_no_flags_are_the_defaults() {
-        let args: Args = crate::cmd::parse_flags(&["truncate"]);
-        let defaults = format!("{:?}", Options::default());
-        assert_eq!(format!("{:?}", args.truncate.options().unwrap()), defaults);
-        assert_eq!(format!("{:?}", args.options().unwrap()), defaults);
-    }
-}
