@@ -7,7 +7,7 @@ use super::prune::{self, PruneFlags};
 use super::runner::{Counted, Rewrite, Rewritten};
 use super::summarize::{self, Engine, Summarizer, SummaryArgs};
 use super::truncate::{self, TruncateFlags};
-use super::{BudgetArgs, DocArgs, Env, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{BudgetArgs, ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
 use crate::settings::Budget;
 
 pub(crate) use crate::ops::fit::{DEFAULT_SHORTEN_ARGS, Options, Stage, fit};
@@ -103,10 +103,7 @@ pub struct Args {
     pub summary: SummaryArgs,
 
     #[command(flatten)]
-    pub pin: PinArgs,
-
-    #[command(flatten)]
-    pub side: SideArgs,
+    pub change: ChangeArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -132,7 +129,7 @@ impl Args {
     /// `fit`'s options from its flags, with a budget and a trigger of 0: those are resolved for
     /// each document, against its window ([`Options::for_budget`]).
     pub fn options(&self) -> Result<Options> {
-        let pins = self.pin.pins();
+        let pins = self.change.pin.pins();
         let truncate = truncate::Options {
             pins: pins.clone(),
             ..self.truncate.options()?
@@ -142,10 +139,10 @@ impl Args {
             shorten_args: self.shorten_args,
             trigger: 0,
             stages: self.stages()?,
-            details: self.side.report.is_some() || self.dry_run,
+            details: self.change.side.report.is_some() || self.dry_run,
             prune: prune::Options {
                 pins: pins.clone(),
-                keep_originals: self.side.dropped.is_some(),
+                keep_originals: self.change.side.dropped.is_some(),
                 ..self.prune.options()
             },
             truncate,
@@ -192,7 +189,7 @@ impl Rewrite for Args {
                 &self.summary,
                 self.summarize.unwrap_or(Engine::Auto),
                 env,
-                self.output.quiet || self.side.report_to_stderr(),
+                self.output.quiet || self.change.side.report_to_stderr(),
                 "fit",
                 self.doc.input.max_input_size,
             )?)

@@ -343,6 +343,17 @@ impl PinArgs {
     }
 }
 
+/// The flags of every command that removes or rewrites messages: which messages it must leave
+/// alone, and where it records what it did.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ChangeArgs {
+    #[command(flatten)]
+    pub pin: PinArgs,
+
+    #[command(flatten)]
+    pub side: SideArgs,
+}
+
 /// Where the commands that change messages record what they did.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SideArgs {

@@ -4,7 +4,7 @@ use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
 use super::runner::{Counted, Rewrite, Rewritten};
-use super::{CannotFit, DocArgs, Env, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{CannotFit, ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
 use crate::clip::DEFAULT_PLACEHOLDER;
 use crate::settings::Budget;
 
@@ -71,10 +71,7 @@ pub struct Args {
     pub max_tool_tokens: Option<usize>,
 
     #[command(flatten)]
-    pub pin: PinArgs,
-
-    #[command(flatten)]
-    pub side: SideArgs,
+    pub change: ChangeArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -140,8 +137,8 @@ impl Args {
             clear_at_least: self.clear_at_least,
             max_tool_tokens: self.max_tool_tokens,
             shorten_args: self.shorten_args,
-            pins: self.pin.pins(),
-            keep_originals: self.side.dropped.is_some(),
+            pins: self.change.pin.pins(),
+            keep_originals: self.change.side.dropped.is_some(),
             ..self.prune.options()
         }
     }

@@ -53,7 +53,7 @@ pub trait Filter {
 /// runner type and how to make it, and the fields holding its flags.
 macro_rules! filter {
     (rewriting $command:ident) => {
-        filter!(rewriting $command, sidecars: |a| a.side.clone());
+        filter!(rewriting $command, sidecars: |a| a.change.side.clone());
     };
     (rewriting $command:ident, sidecars: |$a:ident| $sidecars:expr) => {
         filter!(
@@ -119,6 +119,6 @@ filter!(rewriting truncate);
 filter!(rewriting summarize);
 // `--dry-run` reports what it would do: to `--report FILE`, else to stderr.
 filter!(rewriting fit, sidecars: |a| SideArgs {
-    report: a.side.report.clone().or_else(|| a.dry_run.then(|| "-".into())),
-    dropped: a.side.dropped.clone(),
+    report: a.change.side.report.clone().or_else(|| a.dry_run.then(|| "-".into())),
+    dropped: a.change.side.dropped.clone(),
 });

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::json;
 
 use super::runner::{Counted, Rewrite, Rewritten};
-use super::{DocArgs, Env, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
 use crate::input::{ByteSize, read_flag_file};
 use crate::llm::{BaseUrl, Endpoint, UrlArg};
 use crate::ops::summarize::{Llm, Source};
@@ -92,10 +92,7 @@ pub struct Args {
     pub dry_run: bool,
 
     #[command(flatten)]
-    pub pin: PinArgs,
-
-    #[command(flatten)]
-    pub side: SideArgs,
+    pub change: ChangeArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -323,7 +320,7 @@ impl Args {
             after_messages: self.after_messages,
             over_tokens: 0,
             force: self.force,
-            pins: self.pin.pins(),
+            pins: self.change.pin.pins(),
             budget: None,
             task: None,
         }
@@ -343,7 +340,7 @@ impl Rewrite for Args {
             &self.summary,
             self.engine,
             env,
-            self.output.quiet || self.side.report_to_stderr(),
+            self.output.quiet || self.change.side.report_to_stderr(),
             "summarize",
             self.doc.input.max_input_size,
         )?;

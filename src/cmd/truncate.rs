@@ -4,7 +4,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::runner::{Counted, Rewrite, Rewritten};
-use super::{BudgetArgs, DocArgs, Env, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::{BudgetArgs, ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
 
 pub(crate) use crate::ops::truncate::{
     DEFAULT_KEEP_FIRST, Options, Strategy, Weights, note_text, parse_weights, truncate,
@@ -34,10 +34,7 @@ pub struct Args {
     pub budget: BudgetArgs,
 
     #[command(flatten)]
-    pub pin: PinArgs,
-
-    #[command(flatten)]
-    pub side: SideArgs,
+    pub change: ChangeArgs,
 
     /// Keep at most the N newest non-system messages, rounded down to a unit boundary (the
     /// newest unit is always kept; pinned messages do not count).
@@ -108,7 +105,7 @@ impl Args {
         Ok(Options {
             keep_last: self.keep_last,
             partial: self.partial,
-            pins: self.pin.pins(),
+            pins: self.change.pin.pins(),
             ..self.truncate.options()?
         })
     }
