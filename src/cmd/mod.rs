@@ -2,7 +2,8 @@
 //! result ([`Outcome`]), and how a document is prepared (recognised, model resolved). Each
 //! command's file holds its clap flags and one conversion from them to the plain options its
 //! operation takes (`Args::options`); flags two commands share are one struct both flatten
-//! (`prune::PruneFlags` and `truncate::TruncateFlags` in `fit`, `summarize::SummaryArgs`). The
+//! ([`DocArgs`] in every command that counts, [`ChangeArgs`] in every command that rewrites,
+//! `prune::PruneFlags` and `truncate::TruncateFlags` in `fit`, `summarize::SummaryArgs`). The
 //! steps every command takes for each document are written once, in `runner`.
 //!
 //! This is the command line's module, compiled only with the `cli` feature: public because the

@@ -3,9 +3,11 @@
 //! come from, how output is shaped, where `--report` and `--dropped` go, and how to make its
 //! runner), and [`Run`], implemented by its runner (what one document becomes).
 //!
-//! The implementations here only delegate to each command's own `Runner::new`, `process` and
-//! `notes`. A new command that reads documents implements these two traits, and `main` gets
-//! one line for it.
+//! `count` and `check` implement [`Run`] on runners of their own. A command that rewrites
+//! documents implements [`Rewrite`](super::runner::Rewrite) on its flags instead, and its runner
+//! is the one [`Rewriter`]. The [`Filter`] implementations here only say which runner each
+//! command has and which of its fields hold the shared flags: a new command that reads
+//! documents gets one line here, and one in `main`.
 
 use anyhow::Result;
 use serde_json::Value;
@@ -48,8 +50,8 @@ pub trait Filter {
 }
 
 /// Implements [`Filter`] for a command's flags: `rewriting` for a command that rewrites
-/// documents (its flags implement [`Rewrite`], its runner is a [`Rewriter`]; `--report` and
-/// `--dropped` as its `side` flags say unless `sidecars` is given), else with the command's
+/// documents (its flags implement `Rewrite`, its runner is a [`Rewriter`]; `--report` and
+/// `--dropped` go where its flags say unless `sidecars` is given), else with the command's
 /// runner type and how to make it, and the fields holding its flags.
 macro_rules! filter {
     (rewriting $command:ident) => {

@@ -3,11 +3,12 @@
 //! command made of it with its warnings.
 //!
 //! [`Shared`] holds what a run shares and does the common steps; a command that rewrites
-//! documents (`prune`, `truncate`, `summarize`, `fit`) supplies only its own part through
-//! [`Rewrite`]: the limits it works out from the prepared document before counting (its
-//! budget, trigger), and what it does with the counted document. `count` uses [`Shared`]'s
-//! steps directly (its output is a report, and its warnings come in their own order). This
-//! module knows nothing of any one command.
+//! documents (`prune`, `truncate`, `summarize`, `fit`) supplies only its own part, by
+//! implementing [`Rewrite`] on its flags: what it resolves once for the run (its options, its
+//! summarizer), the limits it works out from the prepared document before counting (its
+//! budget, trigger), and what it does with the counted document. [`Rewriter`] runs any of
+//! them. `count` uses [`Shared`]'s steps directly (its output is a report, and its warnings
+//! come in their own order). This module knows nothing of any one command.
 
 use std::sync::Arc;
 
