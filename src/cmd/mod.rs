@@ -1,10 +1,11 @@
 //! The commands, one file each, and the plumbing they share: input flags, the per-document
-//! result ([`Outcome`]), and how a document is prepared (recognised, model resolved). Each
-//! command's file holds its clap flags and one conversion from them to the plain options its
-//! operation takes (`Args::options`); flags two commands share are one struct both flatten
-//! ([`DocArgs`] in every command that counts, [`ChangeArgs`] in every command that rewrites,
-//! `prune::PruneFlags` and `truncate::TruncateFlags` in `fit`, `summarize::SummaryArgs`). The
-//! steps every command takes for each document are written once, in `runner`.
+//! result ([`Outcome`]), and a document prepared for a command ([`Prepared`]: recognised, its
+//! model resolved). Each command's file holds its clap flags and one conversion from them to
+//! the plain options its operation takes (`Args::options`); flags two commands share are one
+//! struct both flatten ([`DocArgs`] in every command that counts, [`ChangeArgs`] in every
+//! command that rewrites, `prune::PruneFlags` and `truncate::TruncateFlags` in `fit`,
+//! `summarize::SummaryArgs`). The steps every command takes for each document (preparing it
+//! among them) are written once, in `runner`.
 //!
 //! This is the command line's module, compiled only with the `cli` feature: public because the
 //! `ctx` binary is a crate of its own, and no stable API (the library's is at the crate root).
@@ -29,13 +30,12 @@ pub use exit::Exit;
 pub use run::{Filter, Run};
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Result;
 use serde_json::Value;
 
 use crate::document::{Dialect, Document};
-use crate::settings::{Budget, InputLimit, ModelArgs, ModelOptions, Settings};
+use crate::settings::{Budget, InputLimit, ModelArgs, Settings};
 
 /// Input flags shared by every command that reads documents.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -186,50 +186,6 @@ pub struct Prepared {
     pub doc: Document,
     pub settings: Settings,
     pub warnings: Vec<String>,
-}
-
-/// Recognises a document and resolves its model settings, for `count`. A message without a
-/// `role` is an input error; a document that mixes the two dialects gets a warning (it is
-/// counted whole).
-pub fn prepare_to_count(
-    value: Value,
-    input: &InputArgs,
-    model: &ModelOptions,
-    env: &Env,
-    extra_tools: Option<Arc<Value>>,
-) -> Result<Prepared> {
-    let doc = Document::parse(value, input.format)?;
-    doc.require_roles()?;
-    let mut warnings = Vec::new();
-    warnings.extend(doc.mixed_dialects());
-    let settings = Settings::resolve(
-        model,
-        doc.body_model(),
-        env.model.as_deref(),
-        doc.dialect,
-        extra_tools,
-        &mut warnings,
-    );
-    Ok(Prepared {
-        doc,
-        settings,
-        warnings,
-    })
-}
-
-/// [`prepare_to_count`] for the commands that remove or rewrite messages: also refuses a
-/// document whose tool calls or results are written in the other dialect than the one it is
-/// read as, since they could not be paired safely.
-pub fn prepare(
-    value: Value,
-    input: &InputArgs,
-    model: &ModelOptions,
-    env: &Env,
-    extra_tools: Option<Arc<Value>>,
-) -> Result<Prepared> {
-    let p = prepare_to_count(value, input, model, env, extra_tools)?;
-    p.doc.require_one_tool_format()?;
-    Ok(p)
 }
 
 impl Prepared {

@@ -16,14 +16,12 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::Run;
-use super::{
-    DocArgs, Dropped, Env, InputArgs, Outcome, OutputArgs, Prepared, prepare, prepare_to_count,
-};
+use super::{DocArgs, Dropped, Env, InputArgs, Outcome, OutputArgs, Prepared};
 use crate::counter::{Counter, DocumentCount};
 use crate::document::Document;
 use crate::input::Origin;
 use crate::output::render;
-use crate::settings::{ModelOptions, read_tools_file};
+use crate::settings::{ModelOptions, Settings, read_tools_file};
 
 /// What a run of a command shares across its documents: its input, model and output flags, the
 /// environment, and the `--tools` definitions, read once.
@@ -145,15 +143,36 @@ impl<'a> Shared<'a> {
         })
     }
 
-    /// Recognises a document and resolves its model, for counting ([`prepare_to_count`]).
+    /// Recognises a document and resolves its model settings, for `count`. A message without
+    /// a `role` is an input error; a document that mixes the two dialects gets a warning (it is
+    /// counted whole).
     pub fn prepare_to_count(&self, value: Value) -> Result<Prepared> {
-        prepare_to_count(value, self.input, &self.model, self.env, self.tools.clone())
+        let doc = Document::parse(value, self.input.format)?;
+        doc.require_roles()?;
+        let mut warnings = Vec::new();
+        warnings.extend(doc.mixed_dialects());
+        let settings = Settings::resolve(
+            &self.model,
+            doc.body_model(),
+            self.env.model.as_deref(),
+            doc.dialect,
+            self.tools.clone(),
+            &mut warnings,
+        );
+        Ok(Prepared {
+            doc,
+            settings,
+            warnings,
+        })
     }
 
-    /// Recognises a document and resolves its model, for a command that removes or rewrites
-    /// messages ([`prepare`]).
+    /// [`Shared::prepare_to_count`] for the commands that remove or rewrite messages: also
+    /// refuses a document whose tool calls or results are written in the other dialect than the
+    /// one it is read as, since they could not be paired safely.
     pub fn prepare(&self, value: Value) -> Result<Prepared> {
-        prepare(value, self.input, &self.model, self.env, self.tools.clone())
+        let p = self.prepare_to_count(value)?;
+        p.doc.require_one_tool_format()?;
+        Ok(p)
     }
 
     /// Renders a JSON output as `--compact` says.
