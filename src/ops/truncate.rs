@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash, Hasher};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde_json::Value;
 
 use super::{CannotFit, Dropped};
@@ -974,9 +974,12 @@ fn gaps(conv: &Conversation, keep: &[bool], dialect: Dialect) -> Vec<(usize, usi
 
 /// The text of the note from `--note` and `--note-text TEXT` (which implies `--note`), or
 /// `None` when no note is asked for; an empty text is a usage error.
+#[cfg(feature = "cli")]
 pub fn note_text(note: bool, text: Option<&str>) -> Result<Option<String>> {
     match text {
-        Some("") => bail!("--note-text needs a text (or --note alone for the default note)"),
+        Some("") => {
+            anyhow::bail!("--note-text needs a text (or --note alone for the default note)")
+        }
         Some(t) => Ok(Some(t.to_string())),
         None => Ok(note.then(|| DEFAULT_NOTE.to_string())),
     }
