@@ -102,19 +102,54 @@ fn request_tokens(
     settings.request_tokens(what, b, limit.as_ref(), warnings)
 }
 
-/// The budget of a document: `budget` lowered to what the window holds, else the window minus
-/// the reserve (the reserve: `reserve`, else the body's `max_tokens`, else 4096).
-fn budget_tokens(
+/// What [`fit`] and [`truncate`] work to: a budget as given (`None`: the window minus the
+/// reserve), and the tokens kept free for the reply (`None`: the body's `max_tokens`, else 4096).
+#[derive(Clone, Copy, Debug, Default)]
+struct Room {
     budget: Option<Budget>,
     reserve: Option<u64>,
-    doc: &document::Document,
-    settings: &Settings,
-    warnings: &mut Vec<String>,
-) -> anyhow::Result<u64> {
-    match budget {
-        Some(b) => request_tokens("budget", b, reserve, doc, settings, warnings),
-        None => settings.default_budget(reserve, doc.body_max_tokens()),
+}
+
+impl Room {
+    /// The budget of a document: the one given, lowered to what the window holds, else the
+    /// window minus the reserve.
+    fn tokens(
+        &self,
+        doc: &document::Document,
+        settings: &Settings,
+        warnings: &mut Vec<String>,
+    ) -> anyhow::Result<u64> {
+        match self.budget {
+            Some(b) => request_tokens("budget", b, self.reserve, doc, settings, warnings),
+            None => settings.default_budget(self.reserve, doc.body_max_tokens()),
+        }
     }
+}
+
+/// The constructor and the `reserve` setter of the options that work to a [`Room`], with each
+/// type's own docs.
+macro_rules! budget_and_reserve {
+    ($options:ident, $(#[$new:meta])* new, $(#[$reserve:meta])* reserve) => {
+        impl $options {
+            $(#[$new])*
+            pub fn new(budget: impl Into<Budget>) -> $options {
+                $options {
+                    room: Room {
+                        budget: Some(budget.into()),
+                        reserve: None,
+                    },
+                    ..$options::default()
+                }
+            }
+
+            $(#[$reserve])*
+            #[must_use]
+            pub fn reserve(mut self, tokens: u64) -> $options {
+                self.room.reserve = Some(tokens);
+                self
+            }
+        }
+    };
 }
 
 /// The setters every rewriting operation's options share: the model, and which messages are
@@ -170,8 +205,7 @@ model_and_pins!(SummarizeOptions, op.pins);
 #[derive(Clone, Debug)]
 pub struct FitOptions {
     model: Model,
-    budget: Option<Budget>,
-    reserve: Option<u64>,
+    room: Room,
     trigger: Option<Budget>,
     summarize: bool,
     partial: bool,
@@ -187,8 +221,7 @@ impl Default for FitOptions {
     fn default() -> FitOptions {
         FitOptions {
             model: Model::default(),
-            budget: None,
-            reserve: None,
+            room: Room::default(),
             trigger: None,
             summarize: false,
             partial: false,
@@ -198,25 +231,18 @@ impl Default for FitOptions {
     }
 }
 
-impl FitOptions {
+budget_and_reserve!(
+    FitOptions,
     /// Fit within `budget`: a number of tokens (`8000`) or a share of the window
     /// ([`Budget::Percent`]). A budget above the window minus the reserve is lowered to it, with
     /// a warning.
-    pub fn new(budget: impl Into<Budget>) -> FitOptions {
-        FitOptions {
-            budget: Some(budget.into()),
-            ..FitOptions::default()
-        }
-    }
-
+    new,
     /// Tokens kept free for the reply: the budget never goes above the window minus this
     /// (default: the body's `max_tokens` / `max_completion_tokens`, else 4096).
-    #[must_use]
-    pub fn reserve(mut self, tokens: u64) -> FitOptions {
-        self.reserve = Some(tokens);
-        self
-    }
+    reserve
+);
 
+impl FitOptions {
     /// Documents at or under `trigger` pass through unchanged; those over it are brought within
     /// the budget (default: the budget; never below it). With a trigger above the budget, an
     /// agent that fits before every call compacts once, well below the trigger.
@@ -303,13 +329,13 @@ impl FitOptions {
 /// ```
 pub fn fit(doc: impl IntoDocument, options: &FitOptions) -> Result<Rewritten> {
     let limits = |doc: &document::Document, settings: &Settings, warnings: &mut Vec<String>| {
-        let budget = budget_tokens(options.budget, options.reserve, doc, settings, warnings)?;
+        let budget = options.room.tokens(doc, settings, warnings)?;
         let trigger = match options.trigger {
             Some(t) => {
                 // Compared as given: lowering both to the window minus the reserve may make them
                 // equal, which is fine.
                 let given = settings.budget_tokens(t)?;
-                let given_budget = match options.budget {
+                let given_budget = match options.room.budget {
                     Some(b) => settings.budget_tokens(b)?,
                     None => budget,
                 };
@@ -318,7 +344,7 @@ pub fn fit(doc: impl IntoDocument, options: &FitOptions) -> Result<Rewritten> {
                         "the trigger ({given} tokens) is below the budget ({given_budget} tokens): the trigger must be at least the budget"
                     );
                 }
-                request_tokens("trigger", t, options.reserve, doc, settings, warnings)?
+                request_tokens("trigger", t, options.room.reserve, doc, settings, warnings)?
             }
             None => budget,
         };
@@ -460,8 +486,7 @@ pub fn prune(doc: impl IntoDocument, options: &PruneOptions) -> Result<Rewritten
 #[derive(Clone, Debug)]
 pub struct TruncateOptions {
     model: Model,
-    budget: Option<Budget>,
-    reserve: Option<u64>,
+    room: Room,
     /// The operation's options, but for a document's budget.
     op: truncate_op::Options,
 }
@@ -472,30 +497,22 @@ impl Default for TruncateOptions {
     fn default() -> TruncateOptions {
         TruncateOptions {
             model: Model::default(),
-            budget: None,
-            reserve: None,
+            room: Room::default(),
             op: truncate_op::Options::default(),
         }
     }
 }
 
-impl TruncateOptions {
+budget_and_reserve!(
+    TruncateOptions,
     /// Truncate to `budget`: tokens, or a share of the window; lowered, with a warning, to the
     /// window minus the reserve.
-    pub fn new(budget: impl Into<Budget>) -> TruncateOptions {
-        TruncateOptions {
-            budget: Some(budget.into()),
-            ..TruncateOptions::default()
-        }
-    }
-
+    new,
     /// Tokens kept free for the reply (default: the body's `max_tokens`, else 4096).
-    #[must_use]
-    pub fn reserve(mut self, tokens: u64) -> TruncateOptions {
-        self.reserve = Some(tokens);
-        self
-    }
+    reserve
+);
 
+impl TruncateOptions {
     /// Which units go first (default [`Strategy::Oldest`]).
     #[must_use]
     pub fn strategy(mut self, strategy: Strategy) -> TruncateOptions {
@@ -532,7 +549,7 @@ impl TruncateOptions {
 /// [`ErrorKind::CannotFit`](super::ErrorKind).
 pub fn truncate(doc: impl IntoDocument, options: &TruncateOptions) -> Result<Rewritten> {
     let limits = |doc: &document::Document, settings: &Settings, warnings: &mut Vec<String>| {
-        budget_tokens(options.budget, options.reserve, doc, settings, warnings)
+        options.room.tokens(doc, settings, warnings)
     };
     rewrite(
         doc,
