@@ -36,6 +36,23 @@ pub struct Rewritten {
 }
 
 impl Rewritten {
+    /// What an operation made of a document, before the warnings of the steps around it.
+    fn new(
+        doc: document::Document,
+        tokens_before: usize,
+        tokens_after: usize,
+        dropped: Vec<Dropped>,
+    ) -> Rewritten {
+        Rewritten {
+            document: Document::from_inner(doc),
+            tokens_before,
+            tokens_after,
+            dropped,
+            stopped_at: None,
+            warnings: Vec::new(),
+        }
+    }
+
     /// The rewritten messages (a body's other keys are dropped; see
     /// [`Document::into_value`] for the whole document).
     pub fn into_messages(self) -> Vec<Value> {
@@ -43,24 +60,14 @@ impl Rewritten {
     }
 }
 
-/// What an operation made of a document, before it goes out.
-struct Done {
-    doc: document::Document,
-    tokens_before: usize,
-    tokens_after: usize,
-    dropped: Vec<Dropped>,
-    stopped_at: Option<&'static str>,
-    warnings: Vec<String>,
-}
-
 /// One document through an operation, as the command line's runner takes it: prepared (its
 /// model resolved), its limits worked out by `limits` (which may add warnings), counted, and
-/// rewritten by `op`, with the warnings of every step in that order.
+/// rewritten by `op`, with the warnings of every step in that order (`op`'s last).
 fn rewrite<L>(
     doc: impl IntoDocument,
     model: &Model,
     limits: impl FnOnce(&document::Document, &Settings, &mut Vec<String>) -> anyhow::Result<L>,
-    op: impl FnOnce(document::Document, &Counter, DocumentCount, L) -> anyhow::Result<Done>,
+    op: impl FnOnce(document::Document, &Counter, DocumentCount, L) -> anyhow::Result<Rewritten>,
 ) -> Result<Rewritten> {
     let doc = doc.into_document()?.into_inner();
     let run = || -> anyhow::Result<Rewritten> {
@@ -69,16 +76,10 @@ fn rewrite<L>(
         let counter = Counter::new(&settings, doc.dialect);
         let count = counter.document(&doc)?;
         warnings.extend(count.notes.warnings.iter().cloned());
-        let done = op(doc, &counter, count, limits)?;
-        warnings.extend(done.warnings);
-        Ok(Rewritten {
-            document: Document::from_inner(done.doc),
-            tokens_before: done.tokens_before,
-            tokens_after: done.tokens_after,
-            dropped: done.dropped,
-            stopped_at: done.stopped_at,
-            warnings,
-        })
+        let mut done = op(doc, &counter, count, limits)?;
+        warnings.append(&mut done.warnings);
+        done.warnings = warnings;
+        Ok(done)
     };
     run().map_err(Error::new)
 }
@@ -367,13 +368,9 @@ pub fn fit(doc: impl IntoDocument, options: &FitOptions) -> Result<Rewritten> {
                 .into_iter()
                 .find(|s| f.triggered && last == Some(s.name()))
                 .map(fit_op::Stage::name);
-            Ok(Done {
-                doc: f.doc,
-                tokens_before: f.tokens_before,
-                tokens_after: f.tokens_after,
-                dropped: f.dropped,
+            Ok(Rewritten {
                 stopped_at,
-                warnings: Vec::new(),
+                ..Rewritten::new(f.doc, f.tokens_before, f.tokens_after, f.dropped)
             })
         },
     )
@@ -471,14 +468,12 @@ pub fn prune(doc: impl IntoDocument, options: &PruneOptions) -> Result<Rewritten
             bail!("--shorten-args must be at least 1");
         }
         let p = prune_op::prune(doc, counter, &count, &options.op)?;
-        Ok(Done {
-            doc: p.doc,
-            tokens_before: p.tokens_before,
-            tokens_after: p.tokens_after,
-            dropped: p.dropped,
-            stopped_at: None,
-            warnings: Vec::new(),
-        })
+        Ok(Rewritten::new(
+            p.doc,
+            p.tokens_before,
+            p.tokens_after,
+            p.dropped,
+        ))
     })
 }
 
@@ -561,14 +556,12 @@ pub fn truncate(doc: impl IntoDocument, options: &TruncateOptions) -> Result<Rew
                 ..options.op.clone()
             };
             let t = truncate_op::truncate(doc, counter, &count, &opts)?;
-            Ok(Done {
-                doc: t.doc,
-                tokens_before: t.tokens_before,
-                tokens_after: t.tokens_after,
-                dropped: t.dropped,
-                stopped_at: None,
-                warnings: Vec::new(),
-            })
+            Ok(Rewritten::new(
+                t.doc,
+                t.tokens_before,
+                t.tokens_after,
+                t.dropped,
+            ))
         },
     )
 }
@@ -665,13 +658,9 @@ pub fn summarize(doc: impl IntoDocument, options: &SummarizeOptions) -> Result<R
             (Some(_), Some(why)) => Some(format!("no summary ({why}): the document is unchanged")),
             _ => None,
         };
-        Ok(Done {
-            doc: s.doc,
-            tokens_before: s.tokens_before,
-            tokens_after: s.tokens_after,
-            dropped: s.dropped,
-            stopped_at: None,
+        Ok(Rewritten {
             warnings: fallback.into_iter().collect(),
+            ..Rewritten::new(s.doc, s.tokens_before, s.tokens_after, s.dropped)
         })
     })
 }
