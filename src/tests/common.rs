@@ -211,6 +211,18 @@ pub fn assert_spoofs_are_ordinary(
     Ok(())
 }
 
+/// Asserts that `pred` holds for each of `yes` and for none of `no`, naming the text it is
+/// wrong about: the unit tests of the classifiers (what is a path, what reports an error, what
+/// a template matches) are lists of both.
+pub fn assert_classifies(pred: impl Fn(&str) -> bool, yes: &[&str], no: &[&str]) {
+    for t in yes {
+        assert!(pred(t), "not taken: {t:?}");
+    }
+    for t in no {
+        assert!(!pred(t), "taken: {t:?}");
+    }
+}
+
 /// The runs of a sweep that fitted and those refused (exit 3).
 #[derive(Default)]
 pub struct Tally {
