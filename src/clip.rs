@@ -664,6 +664,7 @@ fn advance(elements: &[Element], bytes: &[u8], mut reach: Vec<bool>) -> Vec<bool
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::common::assert_classifies;
     use proptest::prelude::*;
     use std::time::{Duration, Instant};
 
@@ -1109,24 +1110,26 @@ mod tests {
 
     #[test]
     fn slots_match_as_documented() {
-        let t = Template::parse("{tool}:{tokens}/{chars}");
-        assert!(t.matches(":1/2"));
-        assert!(t.matches("a:b:12/34"));
-        assert!(t.matches("1:2:3/4"));
-        assert!(!t.matches("a:/2"));
-        assert!(!t.matches("a:1/"));
-        assert!(!t.matches("a:1/2x"));
-        assert!(!t.matches("a:١/2"), "non-ASCII digits are not numbers");
-        let adjacent = Template::parse("{tokens}{chars}");
-        assert!(adjacent.matches("12"));
-        assert!(!adjacent.matches("1"));
-        // Lines of slots only may be absent; one-line slots hold no line break.
-        let lines = Template::parse("[{tool}]\n{head}\n{salient}\n{tail}");
-        assert!(lines.matches("[x]"));
-        assert!(lines.matches("[x]\nfirst"));
-        assert!(lines.matches("[x]\nfirst\na\nb\nc\nlast"));
-        assert!(!lines.matches("[x\ny]"));
-        assert!(!lines.matches("[x]first"));
+        // A template, texts it matches, texts it does not.
+        let cases: [(&str, &[&str], &[&str]); 3] = [
+            (
+                "{tool}:{tokens}/{chars}",
+                &[":1/2", "a:b:12/34", "1:2:3/4"],
+                // Non-ASCII digits are not numbers.
+                &["a:/2", "a:1/", "a:1/2x", "a:١/2"],
+            ),
+            ("{tokens}{chars}", &["12"], &["1"]),
+            // Lines of slots only may be absent; one-line slots hold no line break.
+            (
+                "[{tool}]\n{head}\n{salient}\n{tail}",
+                &["[x]", "[x]\nfirst", "[x]\nfirst\na\nb\nc\nlast"],
+                &["[x\ny]", "[x]first"],
+            ),
+        ];
+        for (template, yes, no) in cases {
+            let t = Template::parse(template);
+            assert_classifies(|text| t.matches(text), yes, no);
+        }
     }
 
     #[test]

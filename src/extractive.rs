@@ -536,29 +536,16 @@ impl Costed {
                     self.remaining = 0;
                     self.ledger.remaining = None;
                 }
-                Part::Latest => {
-                    let (t, cost) = shorter(
-                        enc,
-                        LATEST_HEADER,
-                        &self.ledger.latest,
-                        self.latest,
-                        self.total - max,
-                    )?;
-                    self.ledger.latest = t;
-                    self.total = self.total - self.latest + cost;
-                    self.latest = cost;
-                }
-                Part::Task => {
-                    let (t, cost) = shorter(
-                        enc,
-                        TASK_HEADER,
-                        &self.ledger.task,
-                        self.task,
-                        self.total - max,
-                    )?;
-                    self.ledger.task = t;
-                    self.total = self.total - self.task + cost;
-                    self.task = cost;
+                Part::Latest | Part::Task => {
+                    let (header, text, cost) = if matches!(part, Part::Latest) {
+                        (LATEST_HEADER, &mut self.ledger.latest, &mut self.latest)
+                    } else {
+                        (TASK_HEADER, &mut self.ledger.task, &mut self.task)
+                    };
+                    let (t, c) = shorter(enc, header, text, *cost, self.total - max)?;
+                    *text = t;
+                    self.total = self.total - *cost + c;
+                    *cost = c;
                 }
             }
         }

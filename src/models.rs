@@ -25,7 +25,8 @@ pub enum ImageRule {
     Anthropic,
 }
 
-/// One row of the model table.
+/// One row of the model table, as counting uses it. (Its output limit and the source of its
+/// numbers are read from the rows themselves: `ctx models` prints them, the tests check them.)
 #[derive(Clone, Debug)]
 pub struct Model {
     /// The name or prefix in the table.
@@ -36,15 +37,6 @@ pub struct Model {
     pub encoding: Encoding,
     /// Most input tokens the model accepts.
     pub context_window: u64,
-    /// The model's output limit.
-    #[cfg_attr(
-        not(any(test, feature = "cli")),
-        expect(
-            dead_code,
-            reason = "checked by the table's tests; `ctx models` prints the table's own rows"
-        )
-    )]
-    pub max_output: u64,
     /// Whether counts reproduce the provider's (true only for OpenAI chat models).
     pub exact: bool,
     /// Formatting tokens per message (3 for current OpenAI models).
@@ -57,15 +49,6 @@ pub struct Model {
     pub tool_overhead: u64,
     /// Whether the model accepts `input_audio` parts.
     pub audio: bool,
-    /// Where the numbers come from.
-    #[cfg_attr(
-        not(any(test, feature = "cli")),
-        expect(
-            dead_code,
-            reason = "checked by the table's tests; `ctx models` prints the table's own rows"
-        )
-    )]
-    pub source: String,
 }
 
 #[derive(Deserialize)]
@@ -146,14 +129,12 @@ fn parse_table(text: &str) -> Result<Table> {
             provider: m.provider,
             encoding,
             context_window: m.context_window,
-            max_output: m.max_output,
             exact: m.exact,
             message_tokens: m.message_tokens.unwrap_or(3),
             name_tokens: m.name_tokens.unwrap_or(1),
             image,
             tool_overhead: m.tool_overhead.unwrap_or(0),
             audio: m.audio,
-            source: m.source,
         });
     }
     Ok(Table {
@@ -223,7 +204,8 @@ mod tests {
         assert!(lookup(&t.default_model).is_some());
         let claude = lookup(&t.default_anthropic_model).unwrap();
         assert_eq!(claude.provider, "anthropic");
-        for m in &t.models {
+        let raw: RawTable = serde_json::from_str(TABLE).unwrap();
+        for m in &raw.models {
             assert!(!m.source.is_empty(), "{} has no source", m.name);
             assert!(m.context_window > 0 && m.max_output > 0, "{}", m.name);
             if m.provider != "openai" {

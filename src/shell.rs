@@ -742,6 +742,7 @@ pub fn is_file_path(p: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::common::assert_classifies;
 
     fn files(s: &str) -> Vec<String> {
         parse(s).written_files()
@@ -831,7 +832,15 @@ mod tests {
 
     #[test]
     fn noise_is_not_a_path() {
-        for noise in [
+        let paths = [
+            "src/x.py",
+            "./a.txt",
+            "/workspace/django/db/models/deletion.py",
+            "Makefile.am",
+            "build/out",
+            "~/notes.md",
+        ];
+        let noise = [
             "/def",
             "/e",
             "\\n\\n\\2/s",
@@ -847,19 +856,8 @@ mod tests {
             "{a}.py",
             "*.py",
             "'x.py'",
-        ] {
-            assert!(!is_file_path(noise), "{noise}");
-        }
-        for path in [
-            "src/x.py",
-            "./a.txt",
-            "/workspace/django/db/models/deletion.py",
-            "Makefile.am",
-            "build/out",
-            "~/notes.md",
-        ] {
-            assert!(is_file_path(path), "{path}");
-        }
+        ];
+        assert_classifies(is_file_path, &paths, &noise);
     }
 
     #[test]

@@ -506,84 +506,81 @@ pub fn fences(text: &str) -> Vec<Fence<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::common::assert_classifies;
     use serde_json::json;
 
     #[test]
     fn errors_are_seen_in_results() {
-        for t in [
-            "<returncode>1</returncode>\n<output>\ncat: x.py: No such file\n</output>",
-            "  File \"x.py\", line 4\n    def f(x)\n           ^\nSyntaxError: invalid syntax",
-            "bash: pytest: command not found",
-            "error[E0308]: mismatched types",
-            "E   AssertionError: assert 1 == 2",
-            "Process exited with exit code 2",
-            "Exit code: 127",
-            "fatal: not a git repository",
-            "thread 'main' panicked at src/main.rs:3:5",
-        ] {
-            assert!(reports_error(t), "{t}");
-        }
-        for t in [
-            "<returncode>0</returncode>\n<output>\nexisting_lint_error.py\n</output>",
-            "Exit code: 0",
-            "293:        raise AttributeError(",
-            "no errors were found: error-free",
-            "Script completed successfully, no errors.",
-        ] {
-            assert!(!reports_error(t), "{t}");
-        }
+        assert_classifies(
+            reports_error,
+            &[
+                "<returncode>1</returncode>\n<output>\ncat: x.py: No such file\n</output>",
+                "  File \"x.py\", line 4\n    def f(x)\n           ^\nSyntaxError: invalid syntax",
+                "bash: pytest: command not found",
+                "error[E0308]: mismatched types",
+                "E   AssertionError: assert 1 == 2",
+                "Process exited with exit code 2",
+                "Exit code: 127",
+                "fatal: not a git repository",
+                "thread 'main' panicked at src/main.rs:3:5",
+            ],
+            &[
+                "<returncode>0</returncode>\n<output>\nexisting_lint_error.py\n</output>",
+                "Exit code: 0",
+                "293:        raise AttributeError(",
+                "no errors were found: error-free",
+                "Script completed successfully, no errors.",
+            ],
+        );
     }
 
     #[test]
     fn test_outcomes_are_seen_in_results() {
-        for t in [
-            "===== 1 failed, 3 passed in 0.12s =====",
-            "test result: ok. 12 passed; 0 failed",
-            "Ran 4 tests in 0.002s\n\nOK",
-            "FAILED (failures=1)",
-            "tests/test_a.py::test_b PASSED [ 50%]",
-            "--- FAIL: TestParse (0.00s)",
-        ] {
-            assert!(reports_test_outcome(t), "{t}");
-        }
-        for t in ["OKAY then", "the build passed review", "all tests passed"] {
-            assert!(!reports_test_outcome(t), "{t}");
-        }
+        assert_classifies(
+            reports_test_outcome,
+            &[
+                "===== 1 failed, 3 passed in 0.12s =====",
+                "test result: ok. 12 passed; 0 failed",
+                "Ran 4 tests in 0.002s\n\nOK",
+                "FAILED (failures=1)",
+                "tests/test_a.py::test_b PASSED [ 50%]",
+                "--- FAIL: TestParse (0.00s)",
+            ],
+            &["OKAY then", "the build passed review", "all tests passed"],
+        );
     }
 
     #[test]
     fn commands_that_run_tests_or_edit_files() {
-        assert!(runs_tests("cd /repo && python -m pytest tests/ -x"));
-        for c in [
-            "cargo test --lib",
-            "nosetests -v",
-            "npm run test",
-            "tox -e py311",
-            "go test ./...",
-            "./manage.py test app",
-            "py.test",
-        ] {
-            assert!(runs_tests(c), "{c}");
-        }
-        for c in ["cat toxic.txt", "ls tests/", "cat latest.log", "mypytest"] {
-            assert!(!runs_tests(c), "{c}");
-        }
-        for c in [
-            "sed -i 's/a/b/' src/x.py",
-            "cat > fix.py << 'EOF'\nprint(1)\nEOF",
-            "echo hi >> notes.txt",
-            "git apply /tmp/p.diff",
-        ] {
-            assert!(edits_files(c), "{c}");
-        }
-        for c in [
-            "python x.py 2>&1 | head",
-            "grep -n 'a->b' x.c",
-            "ls > /dev/null",
-            "cat x.py",
-        ] {
-            assert!(!edits_files(c), "{c}");
-        }
+        assert_classifies(
+            runs_tests,
+            &[
+                "cd /repo && python -m pytest tests/ -x",
+                "cargo test --lib",
+                "nosetests -v",
+                "npm run test",
+                "tox -e py311",
+                "go test ./...",
+                "./manage.py test app",
+                "py.test",
+            ],
+            &["cat toxic.txt", "ls tests/", "cat latest.log", "mypytest"],
+        );
+        assert_classifies(
+            edits_files,
+            &[
+                "sed -i 's/a/b/' src/x.py",
+                "cat > fix.py << 'EOF'\nprint(1)\nEOF",
+                "echo hi >> notes.txt",
+                "git apply /tmp/p.diff",
+            ],
+            &[
+                "python x.py 2>&1 | head",
+                "grep -n 'a->b' x.c",
+                "ls > /dev/null",
+                "cat x.py",
+            ],
+        );
     }
 
     #[test]

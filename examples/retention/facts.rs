@@ -135,6 +135,12 @@ fn tool_results(m: &Value) -> Vec<String> {
     }
 }
 
+/// The task: the first user message that is not only tool results (its index).
+pub fn task_at(ms: &[Value]) -> Option<usize> {
+    ms.iter()
+        .position(|m| role(m) == "user" && !only_tool_results(m))
+}
+
 fn only_tool_results(m: &Value) -> bool {
     m.get("content")
         .and_then(Value::as_array)
@@ -423,9 +429,7 @@ pub fn annotate(doc: &Value) -> Annotation {
     };
     let structured = ms.iter().any(|m| !tool_results(m).is_empty());
     // The task.
-    let task = ms
-        .iter()
-        .position(|m| role(m) == "user" && !only_tool_results(m));
+    let task = task_at(ms);
     if let Some(t) = task {
         add(
             Category::Task,
@@ -595,9 +599,7 @@ pub fn retained(facts: &[Fact], output: &Value) -> Vec<bool> {
 /// below its count is infeasible: no output can keep ctx's guarantees.
 pub fn must_keep(doc: &Value) -> Value {
     let ms = messages(doc);
-    let task = ms
-        .iter()
-        .position(|m| role(m) == "user" && !only_tool_results(m));
+    let task = task_at(ms);
     let mut newest = ms.len().saturating_sub(1);
     let answers = |m: &Value| !tool_results(m).is_empty() && role(m) != "assistant";
     while newest > 0 && ms.get(newest).is_some_and(answers) {

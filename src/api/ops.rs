@@ -36,6 +36,23 @@ pub struct Rewritten {
 }
 
 impl Rewritten {
+    /// What an operation made of a document, before the warnings of the steps around it.
+    fn new(
+        doc: document::Document,
+        tokens_before: usize,
+        tokens_after: usize,
+        dropped: Vec<Dropped>,
+    ) -> Rewritten {
+        Rewritten {
+            document: Document::from_inner(doc),
+            tokens_before,
+            tokens_after,
+            dropped,
+            stopped_at: None,
+            warnings: Vec::new(),
+        }
+    }
+
     /// The rewritten messages (a body's other keys are dropped; see
     /// [`Document::into_value`] for the whole document).
     pub fn into_messages(self) -> Vec<Value> {
@@ -43,24 +60,14 @@ impl Rewritten {
     }
 }
 
-/// What an operation made of a document, before it goes out.
-struct Done {
-    doc: document::Document,
-    tokens_before: usize,
-    tokens_after: usize,
-    dropped: Vec<Dropped>,
-    stopped_at: Option<&'static str>,
-    warnings: Vec<String>,
-}
-
 /// One document through an operation, as the command line's runner takes it: prepared (its
 /// model resolved), its limits worked out by `limits` (which may add warnings), counted, and
-/// rewritten by `op`, with the warnings of every step in that order.
+/// rewritten by `op`, with the warnings of every step in that order (`op`'s last).
 fn rewrite<L>(
     doc: impl IntoDocument,
     model: &Model,
     limits: impl FnOnce(&document::Document, &Settings, &mut Vec<String>) -> anyhow::Result<L>,
-    op: impl FnOnce(document::Document, &Counter, DocumentCount, L) -> anyhow::Result<Done>,
+    op: impl FnOnce(document::Document, &Counter, DocumentCount, L) -> anyhow::Result<Rewritten>,
 ) -> Result<Rewritten> {
     let doc = doc.into_document()?.into_inner();
     let run = || -> anyhow::Result<Rewritten> {
@@ -69,16 +76,10 @@ fn rewrite<L>(
         let counter = Counter::new(&settings, doc.dialect);
         let count = counter.document(&doc)?;
         warnings.extend(count.notes.warnings.iter().cloned());
-        let done = op(doc, &counter, count, limits)?;
-        warnings.extend(done.warnings);
-        Ok(Rewritten {
-            document: Document::from_inner(done.doc),
-            tokens_before: done.tokens_before,
-            tokens_after: done.tokens_after,
-            dropped: done.dropped,
-            stopped_at: done.stopped_at,
-            warnings,
-        })
+        let mut done = op(doc, &counter, count, limits)?;
+        warnings.append(&mut done.warnings);
+        done.warnings = warnings;
+        Ok(done)
     };
     run().map_err(Error::new)
 }
@@ -102,25 +103,60 @@ fn request_tokens(
     settings.request_tokens(what, b, limit.as_ref(), warnings)
 }
 
-/// The budget of a document: `budget` lowered to what the window holds, else the window minus
-/// the reserve (the reserve: `reserve`, else the body's `max_tokens`, else 4096).
-fn budget_tokens(
+/// What [`fit`] and [`truncate`] work to: a budget as given (`None`: the window minus the
+/// reserve), and the tokens kept free for the reply (`None`: the body's `max_tokens`, else 4096).
+#[derive(Clone, Copy, Debug, Default)]
+struct Room {
     budget: Option<Budget>,
     reserve: Option<u64>,
-    doc: &document::Document,
-    settings: &Settings,
-    warnings: &mut Vec<String>,
-) -> anyhow::Result<u64> {
-    match budget {
-        Some(b) => request_tokens("budget", b, reserve, doc, settings, warnings),
-        None => settings.default_budget(reserve, doc.body_max_tokens()),
+}
+
+impl Room {
+    /// The budget of a document: the one given, lowered to what the window holds, else the
+    /// window minus the reserve.
+    fn tokens(
+        &self,
+        doc: &document::Document,
+        settings: &Settings,
+        warnings: &mut Vec<String>,
+    ) -> anyhow::Result<u64> {
+        match self.budget {
+            Some(b) => request_tokens("budget", b, self.reserve, doc, settings, warnings),
+            None => settings.default_budget(self.reserve, doc.body_max_tokens()),
+        }
     }
 }
 
+/// The constructor and the `reserve` setter of the options that work to a [`Room`], with each
+/// type's own docs.
+macro_rules! budget_and_reserve {
+    ($options:ident, $(#[$new:meta])* new, $(#[$reserve:meta])* reserve) => {
+        impl $options {
+            $(#[$new])*
+            pub fn new(budget: impl Into<Budget>) -> $options {
+                $options {
+                    room: Room {
+                        budget: Some(budget.into()),
+                        reserve: None,
+                    },
+                    ..$options::default()
+                }
+            }
+
+            $(#[$reserve])*
+            #[must_use]
+            pub fn reserve(mut self, tokens: u64) -> $options {
+                self.room.reserve = Some(tokens);
+                self
+            }
+        }
+    };
+}
+
 /// The setters every rewriting operation's options share: the model, and which messages are
-/// pinned.
+/// pinned (`$pins`: where the options keep their [`PinOptions`]).
 macro_rules! model_and_pins {
-    ($options:ty) => {
+    ($options:ty, $($pins:ident).+) => {
         impl $options {
             /// What the document is counted against (default: its body's `model`, else its
             /// dialect's default model). Takes a name (`"gpt-4o"`) or a [`Model`].
@@ -134,31 +170,31 @@ macro_rules! model_and_pins {
             /// never removed or rewritten.
             #[must_use]
             pub fn pin(mut self, index: i64) -> Self {
-                self.pins.pins.push(index);
+                self.$($pins).+.pins.push(index);
                 self
             }
 
             /// Whether system and developer messages are pinned (default true).
             #[must_use]
             pub fn pin_system(mut self, pinned: bool) -> Self {
-                self.pins.drop_system = !pinned;
+                self.$($pins).+.drop_system = !pinned;
                 self
             }
 
             /// Whether the task (the first user message) is pinned (default true).
             #[must_use]
             pub fn pin_task(mut self, pinned: bool) -> Self {
-                self.pins.no_keep_task = !pinned;
+                self.$($pins).+.no_keep_task = !pinned;
                 self
             }
         }
     };
 }
 
-model_and_pins!(FitOptions);
-model_and_pins!(PruneOptions);
-model_and_pins!(TruncateOptions);
-model_and_pins!(SummarizeOptions);
+model_and_pins!(FitOptions, pins);
+model_and_pins!(PruneOptions, op.pins);
+model_and_pins!(TruncateOptions, op.pins);
+model_and_pins!(SummarizeOptions, op.pins);
 
 /// How [`fit`] brings a document under its budget, as `ctx fit` does (docs/fit.md).
 ///
@@ -170,57 +206,44 @@ model_and_pins!(SummarizeOptions);
 #[derive(Clone, Debug)]
 pub struct FitOptions {
     model: Model,
-    budget: Option<Budget>,
-    reserve: Option<u64>,
+    room: Room,
     trigger: Option<Budget>,
     summarize: bool,
     partial: bool,
-    keep: usize,
-    min_saving: usize,
-    strategy: Strategy,
-    keep_recent: usize,
+    /// Given to the prune, truncate and summarize stages alike.
     pins: PinOptions,
+    /// The operation's options, but for the stages, the pins and a document's budget and
+    /// trigger.
+    op: fit_op::Options,
 }
 
 impl Default for FitOptions {
     /// The budget is the window minus the reserve, and every other option as `ctx fit` has it.
     fn default() -> FitOptions {
-        let prune = prune_op::Options::default();
         FitOptions {
             model: Model::default(),
-            budget: None,
-            reserve: None,
+            room: Room::default(),
             trigger: None,
             summarize: false,
             partial: false,
-            keep: prune.keep,
-            min_saving: prune.min_saving,
-            strategy: truncate_op::Options::default().strategy,
-            keep_recent: summarize_op::DEFAULT_KEEP_RECENT,
             pins: PinOptions::default(),
+            op: fit_op::Options::default(),
         }
     }
 }
 
-impl FitOptions {
+budget_and_reserve!(
+    FitOptions,
     /// Fit within `budget`: a number of tokens (`8000`) or a share of the window
     /// ([`Budget::Percent`]). A budget above the window minus the reserve is lowered to it, with
     /// a warning.
-    pub fn new(budget: impl Into<Budget>) -> FitOptions {
-        FitOptions {
-            budget: Some(budget.into()),
-            ..FitOptions::default()
-        }
-    }
-
+    new,
     /// Tokens kept free for the reply: the budget never goes above the window minus this
     /// (default: the body's `max_tokens` / `max_completion_tokens`, else 4096).
-    #[must_use]
-    pub fn reserve(mut self, tokens: u64) -> FitOptions {
-        self.reserve = Some(tokens);
-        self
-    }
+    reserve
+);
 
+impl FitOptions {
     /// Documents at or under `trigger` pass through unchanged; those over it are brought within
     /// the budget (default: the budget; never below it). With a trigger above the budget, an
     /// agent that fits before every call compacts once, well below the trigger.
@@ -240,7 +263,7 @@ impl FitOptions {
     /// With the summarize stage: at least this many newest messages stay verbatim (default 6).
     #[must_use]
     pub fn keep_recent(mut self, messages: usize) -> FitOptions {
-        self.keep_recent = messages;
+        self.op.summarize.keep_recent = messages;
         self
     }
 
@@ -256,55 +279,36 @@ impl FitOptions {
     /// truncate stage keeps (default 3).
     #[must_use]
     pub fn keep(mut self, results: usize) -> FitOptions {
-        self.keep = results;
+        self.op.prune.keep = results;
         self
     }
 
     /// A result is cleared only when that saves at least this many tokens (default 200).
     #[must_use]
     pub fn min_saving(mut self, tokens: usize) -> FitOptions {
-        self.min_saving = tokens;
+        self.op.prune.min_saving = tokens;
         self
     }
 
     /// Which units the truncate stages remove first (default [`Strategy::Oldest`]).
     #[must_use]
     pub fn strategy(mut self, strategy: Strategy) -> FitOptions {
-        self.strategy = strategy;
+        self.op.truncate.strategy = strategy;
         self
     }
 
     /// The options of the operation, for a document whose budget and trigger are these.
     fn options(&self, budget: u64, trigger: u64) -> fit_op::Options {
-        let pins = &self.pins;
-        fit_op::Options {
-            budget: 0,
-            shorten_args: fit_op::DEFAULT_SHORTEN_ARGS,
-            trigger: 0,
-            stages: fit_op::Stage::defaults(self.summarize, self.partial),
-            details: false,
-            prune: prune_op::Options {
-                keep: self.keep,
-                min_saving: self.min_saving,
-                pins: pins.clone(),
-                ..prune_op::Options::default()
-            },
-            truncate: truncate_op::Options {
-                strategy: self.strategy,
-                pins: pins.clone(),
-                ..truncate_op::Options::default()
-            },
-            summarize: summarize_op::Options {
-                keep_recent: self.keep_recent,
-                after_messages: 0,
-                over_tokens: 0,
-                force: true,
-                pins: pins.clone(),
-                budget: None,
-                task: None,
-            },
+        let mut o = self.op.for_budget(budget, trigger);
+        o.stages = fit_op::Stage::defaults(self.summarize, self.partial);
+        for pins in [
+            &mut o.prune.pins,
+            &mut o.truncate.pins,
+            &mut o.summarize.pins,
+        ] {
+            pins.clone_from(&self.pins);
         }
-        .for_budget(budget, trigger)
+        o
     }
 }
 
@@ -326,13 +330,13 @@ impl FitOptions {
 /// ```
 pub fn fit(doc: impl IntoDocument, options: &FitOptions) -> Result<Rewritten> {
     let limits = |doc: &document::Document, settings: &Settings, warnings: &mut Vec<String>| {
-        let budget = budget_tokens(options.budget, options.reserve, doc, settings, warnings)?;
+        let budget = options.room.tokens(doc, settings, warnings)?;
         let trigger = match options.trigger {
             Some(t) => {
                 // Compared as given: lowering both to the window minus the reserve may make them
                 // equal, which is fine.
                 let given = settings.budget_tokens(t)?;
-                let given_budget = match options.budget {
+                let given_budget = match options.room.budget {
                     Some(b) => settings.budget_tokens(b)?,
                     None => budget,
                 };
@@ -341,7 +345,7 @@ pub fn fit(doc: impl IntoDocument, options: &FitOptions) -> Result<Rewritten> {
                         "the trigger ({given} tokens) is below the budget ({given_budget} tokens): the trigger must be at least the budget"
                     );
                 }
-                request_tokens("trigger", t, options.reserve, doc, settings, warnings)?
+                request_tokens("trigger", t, options.room.reserve, doc, settings, warnings)?
             }
             None => budget,
         };
@@ -353,13 +357,10 @@ pub fn fit(doc: impl IntoDocument, options: &FitOptions) -> Result<Rewritten> {
         limits,
         |doc, counter, count, (budget, trigger)| {
             let opts = options.options(budget, trigger);
-            let summarizer = opts.stages.contains(&fit_op::Stage::Summarize).then(|| {
-                summarize_op::Summarizer::extractive(
-                    summarize_op::DEFAULT_MAX_SUMMARY_TOKENS,
-                    SummaryRole::System,
-                    summarize_op::OnError::Fail,
-                )
-            });
+            let summarizer = opts
+                .stages
+                .contains(&fit_op::Stage::Summarize)
+                .then(|| SummarizeOptions::default().summarizer());
             let f = fit_op::fit(doc, counter, count, &opts, summarizer.as_ref())?;
             // The last stage run, as the report names it.
             let last = f.stages.last().and_then(|s| s["stage"].as_str());
@@ -367,13 +368,9 @@ pub fn fit(doc: impl IntoDocument, options: &FitOptions) -> Result<Rewritten> {
                 .into_iter()
                 .find(|s| f.triggered && last == Some(s.name()))
                 .map(fit_op::Stage::name);
-            Ok(Done {
-                doc: f.doc,
-                tokens_before: f.tokens_before,
-                tokens_after: f.tokens_after,
-                dropped: f.dropped,
+            Ok(Rewritten {
                 stopped_at,
-                warnings: Vec::new(),
+                ..Rewritten::new(f.doc, f.tokens_before, f.tokens_after, f.dropped)
             })
         },
     )
@@ -383,32 +380,15 @@ pub fn fit(doc: impl IntoDocument, options: &FitOptions) -> Result<Rewritten> {
 #[derive(Clone, Debug)]
 pub struct PruneOptions {
     model: Model,
-    keep: usize,
-    min_saving: usize,
-    thinking: Thinking,
-    exclude_tools: Vec<String>,
-    include_errors: bool,
-    clear_inputs: bool,
-    max_tool_tokens: Option<usize>,
-    shorten_args: Option<usize>,
-    pins: PinOptions,
+    op: prune_op::Options,
 }
 
 impl Default for PruneOptions {
     /// Every option as `ctx prune` has it.
     fn default() -> PruneOptions {
-        let o = prune_op::Options::default();
         PruneOptions {
             model: Model::default(),
-            keep: o.keep,
-            min_saving: o.min_saving,
-            thinking: o.thinking,
-            exclude_tools: o.exclude_tools,
-            include_errors: o.include_errors,
-            clear_inputs: o.clear_inputs,
-            max_tool_tokens: o.max_tool_tokens,
-            shorten_args: o.shorten_args,
-            pins: PinOptions::default(),
+            op: prune_op::Options::default(),
         }
     }
 }
@@ -417,14 +397,14 @@ impl PruneOptions {
     /// The newest tool results kept verbatim (default 3).
     #[must_use]
     pub fn keep(mut self, results: usize) -> PruneOptions {
-        self.keep = results;
+        self.op.keep = results;
         self
     }
 
     /// A result is cleared only when that saves at least this many tokens (default 200).
     #[must_use]
     pub fn min_saving(mut self, tokens: usize) -> PruneOptions {
-        self.min_saving = tokens;
+        self.op.min_saving = tokens;
         self
     }
 
@@ -432,28 +412,28 @@ impl PruneOptions {
     /// tool loop.
     #[must_use]
     pub fn thinking(mut self, thinking: Thinking) -> PruneOptions {
-        self.thinking = thinking;
+        self.op.thinking = thinking;
         self
     }
 
     /// Never clears, clips or shortens the results and calls of this tool.
     #[must_use]
     pub fn exclude_tool(mut self, name: impl Into<String>) -> PruneOptions {
-        self.exclude_tools.push(name.into());
+        self.op.exclude_tools.push(name.into());
         self
     }
 
     /// Whether error results are cleared too (default false).
     #[must_use]
     pub fn include_errors(mut self, yes: bool) -> PruneOptions {
-        self.include_errors = yes;
+        self.op.include_errors = yes;
         self
     }
 
     /// Whether the arguments of cleared calls become `{}` too (default false).
     #[must_use]
     pub fn clear_inputs(mut self, yes: bool) -> PruneOptions {
-        self.clear_inputs = yes;
+        self.op.clear_inputs = yes;
         self
     }
 
@@ -461,7 +441,7 @@ impl PruneOptions {
     /// least 1).
     #[must_use]
     pub fn max_tool_tokens(mut self, tokens: usize) -> PruneOptions {
-        self.max_tool_tokens = Some(tokens);
+        self.op.max_tool_tokens = Some(tokens);
         self
     }
 
@@ -469,7 +449,7 @@ impl PruneOptions {
     /// and a marker (at least 1).
     #[must_use]
     pub fn shorten_args(mut self, tokens: usize) -> PruneOptions {
-        self.shorten_args = Some(tokens);
+        self.op.shorten_args = Some(tokens);
         self
     }
 }
@@ -481,33 +461,19 @@ impl PruneOptions {
 pub fn prune(doc: impl IntoDocument, options: &PruneOptions) -> Result<Rewritten> {
     let no_limits = |_: &document::Document, _: &Settings, _: &mut Vec<String>| Ok(());
     rewrite(doc, &options.model, no_limits, |doc, counter, count, ()| {
-        if options.max_tool_tokens == Some(0) {
+        if options.op.max_tool_tokens == Some(0) {
             bail!("--max-tool-tokens must be at least 1");
         }
-        if options.shorten_args == Some(0) {
+        if options.op.shorten_args == Some(0) {
             bail!("--shorten-args must be at least 1");
         }
-        let opts = prune_op::Options {
-            keep: options.keep,
-            min_saving: options.min_saving,
-            thinking: options.thinking,
-            exclude_tools: options.exclude_tools.clone(),
-            include_errors: options.include_errors,
-            clear_inputs: options.clear_inputs,
-            max_tool_tokens: options.max_tool_tokens,
-            shorten_args: options.shorten_args,
-            pins: options.pins.clone(),
-            ..prune_op::Options::default()
-        };
-        let p = prune_op::prune(doc, counter, &count, &opts)?;
-        Ok(Done {
-            doc: p.doc,
-            tokens_before: p.tokens_before,
-            tokens_after: p.tokens_after,
-            dropped: p.dropped,
-            stopped_at: None,
-            warnings: Vec::new(),
-        })
+        let p = prune_op::prune(doc, counter, &count, &options.op)?;
+        Ok(Rewritten::new(
+            p.doc,
+            p.tokens_before,
+            p.tokens_after,
+            p.dropped,
+        ))
     })
 }
 
@@ -515,68 +481,51 @@ pub fn prune(doc: impl IntoDocument, options: &PruneOptions) -> Result<Rewritten
 #[derive(Clone, Debug)]
 pub struct TruncateOptions {
     model: Model,
-    budget: Option<Budget>,
-    reserve: Option<u64>,
-    strategy: Strategy,
-    keep_last: Option<usize>,
-    note: bool,
-    partial: bool,
-    pins: PinOptions,
+    room: Room,
+    /// The operation's options, but for a document's budget.
+    op: truncate_op::Options,
 }
 
 impl Default for TruncateOptions {
     /// The budget is the window minus the reserve, and every other option as `ctx truncate` has
     /// it.
     fn default() -> TruncateOptions {
-        let o = truncate_op::Options::default();
         TruncateOptions {
             model: Model::default(),
-            budget: None,
-            reserve: None,
-            strategy: o.strategy,
-            keep_last: o.keep_last,
-            note: o.note.is_some(),
-            partial: o.partial,
-            pins: PinOptions::default(),
+            room: Room::default(),
+            op: truncate_op::Options::default(),
         }
     }
 }
 
-impl TruncateOptions {
+budget_and_reserve!(
+    TruncateOptions,
     /// Truncate to `budget`: tokens, or a share of the window; lowered, with a warning, to the
     /// window minus the reserve.
-    pub fn new(budget: impl Into<Budget>) -> TruncateOptions {
-        TruncateOptions {
-            budget: Some(budget.into()),
-            ..TruncateOptions::default()
-        }
-    }
-
+    new,
     /// Tokens kept free for the reply (default: the body's `max_tokens`, else 4096).
-    #[must_use]
-    pub fn reserve(mut self, tokens: u64) -> TruncateOptions {
-        self.reserve = Some(tokens);
-        self
-    }
+    reserve
+);
 
+impl TruncateOptions {
     /// Which units go first (default [`Strategy::Oldest`]).
     #[must_use]
     pub fn strategy(mut self, strategy: Strategy) -> TruncateOptions {
-        self.strategy = strategy;
+        self.op.strategy = strategy;
         self
     }
 
     /// Keeps at most this many newest non-system messages, rounded down to a unit boundary.
     #[must_use]
     pub fn keep_last(mut self, messages: usize) -> TruncateOptions {
-        self.keep_last = Some(messages);
+        self.op.keep_last = Some(messages);
         self
     }
 
     /// Whether a note marks where messages were removed (default false).
     #[must_use]
     pub fn note(mut self, yes: bool) -> TruncateOptions {
-        self.note = yes;
+        self.op.note = yes.then(|| truncate_op::DEFAULT_NOTE.to_string());
         self
     }
 
@@ -584,7 +533,7 @@ impl TruncateOptions {
     /// use the budget exactly (default false).
     #[must_use]
     pub fn partial(mut self, yes: bool) -> TruncateOptions {
-        self.partial = yes;
+        self.op.partial = yes;
         self
     }
 }
@@ -595,7 +544,7 @@ impl TruncateOptions {
 /// [`ErrorKind::CannotFit`](super::ErrorKind).
 pub fn truncate(doc: impl IntoDocument, options: &TruncateOptions) -> Result<Rewritten> {
     let limits = |doc: &document::Document, settings: &Settings, warnings: &mut Vec<String>| {
-        budget_tokens(options.budget, options.reserve, doc, settings, warnings)
+        options.room.tokens(doc, settings, warnings)
     };
     rewrite(
         doc,
@@ -604,22 +553,15 @@ pub fn truncate(doc: impl IntoDocument, options: &TruncateOptions) -> Result<Rew
         |doc, counter, count, budget| {
             let opts = truncate_op::Options {
                 budget,
-                strategy: options.strategy,
-                keep_last: options.keep_last,
-                note: truncate_op::note_text(options.note, None)?,
-                partial: options.partial,
-                pins: options.pins.clone(),
-                ..truncate_op::Options::default()
+                ..options.op.clone()
             };
             let t = truncate_op::truncate(doc, counter, &count, &opts)?;
-            Ok(Done {
-                doc: t.doc,
-                tokens_before: t.tokens_before,
-                tokens_after: t.tokens_after,
-                dropped: t.dropped,
-                stopped_at: None,
-                warnings: Vec::new(),
-            })
+            Ok(Rewritten::new(
+                t.doc,
+                t.tokens_before,
+                t.tokens_after,
+                t.dropped,
+            ))
         },
     )
 }
@@ -628,11 +570,10 @@ pub fn truncate(doc: impl IntoDocument, options: &TruncateOptions) -> Result<Rew
 #[derive(Clone, Debug)]
 pub struct SummarizeOptions {
     model: Model,
-    keep_recent: usize,
     max_summary_tokens: usize,
     summary_role: SummaryRole,
     on_error: OnError,
-    pins: PinOptions,
+    op: summarize_op::Options,
 }
 
 impl Default for SummarizeOptions {
@@ -640,11 +581,10 @@ impl Default for SummarizeOptions {
     fn default() -> SummarizeOptions {
         SummarizeOptions {
             model: Model::default(),
-            keep_recent: summarize_op::DEFAULT_KEEP_RECENT,
             max_summary_tokens: summarize_op::DEFAULT_MAX_SUMMARY_TOKENS,
             summary_role: SummaryRole::System,
             on_error: OnError::Fail,
-            pins: PinOptions::default(),
+            op: summarize_op::Options::default(),
         }
     }
 }
@@ -654,7 +594,7 @@ impl SummarizeOptions {
     /// (default 6).
     #[must_use]
     pub fn keep_recent(mut self, messages: usize) -> SummarizeOptions {
-        self.keep_recent = messages;
+        self.op.keep_recent = messages;
         self
     }
 
@@ -680,6 +620,15 @@ impl SummarizeOptions {
         self.on_error = on_error;
         self
     }
+
+    /// The extractive engine these options ask for.
+    fn summarizer(&self) -> summarize_op::Summarizer {
+        summarize_op::Summarizer::extractive(
+            self.max_summary_tokens,
+            self.summary_role,
+            self.on_error,
+        )
+    }
 }
 
 /// Replaces every unpinned message older than the newest few with one summary message, written
@@ -694,21 +643,14 @@ pub fn summarize(doc: impl IntoDocument, options: &SummarizeOptions) -> Result<R
         if options.max_summary_tokens == 0 {
             bail!("--max-summary-tokens must be at least 1");
         }
-        let summarizer = summarize_op::Summarizer::extractive(
-            options.max_summary_tokens,
-            options.summary_role,
-            options.on_error,
-        );
-        let opts = summarize_op::Options {
-            keep_recent: options.keep_recent,
-            after_messages: 0,
-            over_tokens: 0,
-            force: true,
-            pins: options.pins.clone(),
-            budget: None,
-            task: None,
-        };
-        let s = summarize_op::summarize(doc, counter, &count, &opts, &summarizer, &[])?;
+        let s = summarize_op::summarize(
+            doc,
+            counter,
+            &count,
+            &options.op,
+            &options.summarizer(),
+            &[],
+        )?;
         let fallback = match (s.fallback, &s.error) {
             (Some("truncate"), Some(why)) => Some(format!(
                 "no summary ({why}): the messages to summarize were removed instead"
@@ -716,13 +658,9 @@ pub fn summarize(doc: impl IntoDocument, options: &SummarizeOptions) -> Result<R
             (Some(_), Some(why)) => Some(format!("no summary ({why}): the document is unchanged")),
             _ => None,
         };
-        Ok(Done {
-            doc: s.doc,
-            tokens_before: s.tokens_before,
-            tokens_after: s.tokens_after,
-            dropped: s.dropped,
-            stopped_at: None,
+        Ok(Rewritten {
             warnings: fallback.into_iter().collect(),
+            ..Rewritten::new(s.doc, s.tokens_before, s.tokens_after, s.dropped)
         })
     })
 }
@@ -752,6 +690,110 @@ mod tests {
         assert_eq!(format!("{lib:?}"), format!("{cli:?}"));
     }
 
+    /// Each setter sets what its flag sets: the options built with every setter are those the
+    /// command builds from the same flags.
+    #[test]
+    fn setters_set_what_the_flags_set() {
+        let args: crate::cmd::fit::Args = crate::cmd::parse_flags(&[
+            "fit",
+            "--keep=5",
+            "--min-saving=10",
+            "--strategy=middle",
+            "--keep-recent=4",
+            "--pin=2",
+            "--pin=-1",
+            "--drop-system",
+            "--no-keep-task",
+            "--summarize=extractive",
+        ]);
+        let mut cli = args.options().unwrap().for_budget(900, 1000);
+        cli.prune.keep_originals = true;
+        let lib = FitOptions::new(900)
+            .keep(5)
+            .min_saving(10)
+            .strategy(Strategy::Middle)
+            .keep_recent(4)
+            .pin(2)
+            .pin(-1)
+            .pin_system(false)
+            .pin_task(false)
+            .summarize(true)
+            .options(900, 1000);
+        assert_eq!(format!("{lib:?}"), format!("{cli:?}"));
+
+        let args: crate::cmd::prune::Args = crate::cmd::parse_flags(&[
+            "prune",
+            "--keep=1",
+            "--min-saving=0",
+            "--thinking=old",
+            "--exclude-tools=a,b",
+            "--include-errors",
+            "--clear-inputs",
+            "--max-tool-tokens=50",
+            "--shorten-args=20",
+            "--pin=3",
+        ]);
+        let mut cli = args.options();
+        cli.keep_originals = true;
+        let lib = PruneOptions::default()
+            .keep(1)
+            .min_saving(0)
+            .thinking(Thinking::Old)
+            .exclude_tool("a")
+            .exclude_tool("b")
+            .include_errors(true)
+            .clear_inputs(true)
+            .max_tool_tokens(50)
+            .shorten_args(20)
+            .pin(3);
+        assert_eq!(format!("{:?}", lib.op), format!("{cli:?}"));
+
+        let args: crate::cmd::truncate::Args = crate::cmd::parse_flags(&[
+            "truncate",
+            "--strategy=importance",
+            "--keep-last=4",
+            "--note",
+            "--partial",
+            "--pin=1",
+        ]);
+        let cli = args.options().unwrap();
+        let lib = TruncateOptions::new(100)
+            .strategy(Strategy::Importance)
+            .keep_last(4)
+            .note(true)
+            .partial(true)
+            .pin(1);
+        assert_eq!(format!("{:?}", lib.op), format!("{cli:?}"));
+
+        let args: crate::cmd::summarize::Args = crate::cmd::parse_flags(&[
+            "summarize",
+            "--force",
+            "--after-messages=0",
+            "--keep-recent=2",
+            "--max-summary-tokens=80",
+            "--summary-role=user",
+            "--on-error=truncate",
+            "--pin=1",
+            "--no-keep-task",
+        ]);
+        let lib = SummarizeOptions::default()
+            .keep_recent(2)
+            .max_summary_tokens(80)
+            .summary_role(SummaryRole::User)
+            .on_error(OnError::Truncate)
+            .pin(1)
+            .pin_task(false);
+        assert_eq!(format!("{:?}", lib.op), format!("{:?}", args.options()));
+        assert_eq!(
+            (lib.max_summary_tokens, lib.summary_role, lib.on_error),
+            (
+                args.summary.max_summary_tokens,
+                args.summary.summary_role,
+                args.summary.on_error
+            )
+        );
+    }
+
     /// `PruneOptions::default()` is `ctx prune` with no flags, `TruncateOptions` and
     /// `SummarizeOptions` those of `ctx truncate` and `ctx summarize`.
     #[test]
@@ -760,21 +802,31 @@ mod tests {
         let cli = args.options();
         let lib = PruneOptions::default();
         assert_eq!(
-            (lib.keep, lib.min_saving, lib.thinking, lib.include_errors),
+            (
+                lib.op.keep,
+                lib.op.min_saving,
+                lib.op.thinking,
+                lib.op.include_errors
+            ),
             (cli.keep, cli.min_saving, cli.thinking, cli.include_errors)
         );
         let args: crate::cmd::truncate::Args = crate::cmd::parse_flags(&["truncate"]);
         let cli = args.options().unwrap();
         let lib = TruncateOptions::default();
         assert_eq!(
-            (lib.strategy, lib.keep_last, lib.note, lib.partial),
+            (
+                lib.op.strategy,
+                lib.op.keep_last,
+                lib.op.note.is_some(),
+                lib.op.partial
+            ),
             (cli.strategy, cli.keep_last, cli.note.is_some(), cli.partial)
         );
         let args: crate::cmd::summarize::Args = crate::cmd::parse_flags(&["summarize"]);
         let lib = SummarizeOptions::default();
         assert_eq!(
             (
-                lib.keep_recent,
+                lib.op.keep_recent,
                 lib.max_summary_tokens,
                 lib.summary_role,
                 lib.on_error

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::{Env, InputArgs, Outcome, OutputArgs};
+use super::{Env, InputArgs, Outcome, OutputArgs, Run};
 use crate::document::Document;
 use crate::input::Origin;
 use crate::output::render;
@@ -58,9 +58,11 @@ impl<'a> Runner<'a> {
     pub fn new(args: &'a Args, _env: &'a Env) -> Runner<'a> {
         Runner { args }
     }
+}
 
+impl Run for Runner<'_> {
     /// Checks one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
+    fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
         let doc = Document::parse(value, self.args.input.format)?;
         let findings = check(&doc);
         let errors = findings.iter().any(|f| f.severity == Severity::Error);

@@ -14,13 +14,13 @@ use serde_json::{Map, Value, json};
 
 use super::runner::Shared;
 use super::summarize::{MAX_RETRIES, parse_timeout};
-use super::{Env, ExactCountFailed, InputArgs, Outcome, OutputArgs};
+use super::{DocArgs, Env, ExactCountFailed, Outcome, OutputArgs, Run};
 use crate::conversation::Conversation;
 use crate::counter::Counter;
 use crate::exact::{BaseUrlFlags, Providers};
 use crate::input::Origin;
 use crate::llm::UrlArg;
-use crate::settings::{Budget, ModelArgs};
+use crate::settings::Budget;
 
 /// Count the input tokens of each document.
 ///
@@ -52,10 +52,7 @@ use crate::settings::{Budget, ModelArgs};
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub doc: DocArgs,
 
     /// Fail (exit 1) when the document is over this many tokens, or this share of the window
     /// (`80%`). A budget over the window gets a warning.
@@ -172,7 +169,7 @@ impl<'a> Runner<'a> {
     /// Reads what the whole run shares (the `--tools` file) and, with `--exact`, resolves the
     /// providers' endpoints (a bad base URL is an error here, before any document is read).
     pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.input, &args.model, &args.output_flags, env)?;
+        let shared = Shared::new(&args.doc, &args.output_flags, env)?;
         let providers = match args.exact.exact {
             None | Some(ExactWhen::Off) => None,
             Some(_) => {
@@ -223,9 +220,11 @@ impl<'a> Runner<'a> {
             })),
         }
     }
+}
 
+impl Run for Runner<'_> {
     /// Counts one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
+    fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
         let p = self.shared.prepare_to_count(value)?;
         let counter = Counter::new(&p.settings, p.doc.dialect);
         let count = counter.document(&p.doc)?;

@@ -4,12 +4,11 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::prune::{self, PruneFlags};
-use super::runner::{Counted, Rewrite, Rewritten, Shared};
+use super::runner::{Counted, Rewrite, Rewritten};
 use super::summarize::{self, Engine, Summarizer, SummaryArgs};
 use super::truncate::{self, TruncateFlags};
-use super::{BudgetArgs, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
-use crate::input::Origin;
-use crate::settings::{Budget, ModelArgs};
+use super::{BudgetArgs, ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
+use crate::settings::Budget;
 
 pub(crate) use crate::ops::fit::{DEFAULT_SHORTEN_ARGS, Options, Stage, fit};
 
@@ -48,10 +47,7 @@ pub(crate) use crate::ops::fit::{DEFAULT_SHORTEN_ARGS, Options, Stage, fit};
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub doc: DocArgs,
 
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -107,10 +103,7 @@ pub struct Args {
     pub summary: SummaryArgs,
 
     #[command(flatten)]
-    pub pin: PinArgs,
-
-    #[command(flatten)]
-    pub side: SideArgs,
+    pub change: ChangeArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -136,7 +129,7 @@ impl Args {
     /// `fit`'s options from its flags, with a budget and a trigger of 0: those are resolved for
     /// each document, against its window ([`Options::for_budget`]).
     pub fn options(&self) -> Result<Options> {
-        let pins = self.pin.pins();
+        let pins = self.change.pin.pins();
         let truncate = truncate::Options {
             pins: pins.clone(),
             ..self.truncate.options()?
@@ -146,10 +139,10 @@ impl Args {
             shorten_args: self.shorten_args,
             trigger: 0,
             stages: self.stages()?,
-            details: self.side.report.is_some() || self.dry_run,
+            details: self.change.side.report.is_some() || self.dry_run,
             prune: prune::Options {
                 pins: pins.clone(),
-                keep_originals: self.side.dropped.is_some(),
+                keep_originals: self.change.side.dropped.is_some(),
                 ..self.prune.options()
             },
             truncate,
@@ -166,21 +159,18 @@ impl Args {
     }
 }
 
-/// Runs `fit` over documents.
-pub struct Runner<'a> {
-    args: &'a Args,
-    shared: Shared<'a>,
-    /// The options of the flags; each document's budget and trigger go in.
-    options: Options,
-    summarizer: Option<Summarizer>,
-}
+impl Rewrite for Args {
+    /// The options of the flags (each document's budget and trigger go in) and the summarizer
+    /// of the summarize stage, when it runs.
+    type Setup = (Options, Option<Summarizer>);
 
-impl<'a> Runner<'a> {
+    /// The budget and the trigger, in tokens.
+    type Limits = (u64, u64);
+
     /// Checks the flags and resolves the stages and the summarizer.
-    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
+    fn setup(&self, env: &Env) -> Result<Self::Setup> {
         if let (Some(Budget::Tokens(b)), Some(Budget::Tokens(t))) =
-            (args.budget.budget, args.trigger)
+            (self.budget.budget, self.trigger)
         {
             if t < b {
                 bail!(
@@ -188,57 +178,39 @@ impl<'a> Runner<'a> {
                 );
             }
         }
-        let options = args.options()?;
+        let options = self.options()?;
         let summarizer = if options.stages.contains(&Stage::Summarize) {
-            if args.dry_run && args.summarize == Some(Engine::Llm) {
+            if self.dry_run && self.summarize == Some(Engine::Llm) {
                 bail!(
                     "--dry-run with --summarize=llm would call the server; preview with --summarize=extractive"
                 );
             }
             Some(Summarizer::new(
-                &args.summary,
-                args.summarize.unwrap_or(Engine::Auto),
+                &self.summary,
+                self.summarize.unwrap_or(Engine::Auto),
                 env,
-                args.output.quiet || args.side.report_to_stderr(),
+                self.output.quiet || self.change.side.report_to_stderr(),
                 "fit",
-                args.input.max_input_size,
+                self.doc.input.max_input_size,
             )?)
         } else {
             None
         };
-        Ok(Runner {
-            args,
-            shared,
-            options,
-            summarizer,
-        })
+        Ok((options, summarizer))
     }
 
-    /// Notes about the whole run for the user (which engine `--engine auto` chose).
-    pub fn notes(&self) -> Vec<String> {
-        let note = self.summarizer.as_ref().and_then(Summarizer::note);
-        note.map(String::from).into_iter().collect()
+    fn note((_, summarizer): &Self::Setup) -> Option<&str> {
+        summarizer.as_ref().and_then(Summarizer::note)
     }
-
-    /// Fits one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        self.shared.rewrite(self, value)
-    }
-}
-
-impl Rewrite for Runner<'_> {
-    /// The budget and the trigger, in tokens.
-    type Limits = (u64, u64);
 
     fn limits(&self, p: &mut Prepared) -> Result<(u64, u64)> {
-        let args = self.args;
-        let budget = args.budget.budget(p)?;
-        let trigger = match args.trigger {
+        let budget = self.budget.budget(p)?;
+        let trigger = match self.trigger {
             Some(t) => {
                 // Compared as given: lowering both to the window minus the reserve may make
                 // them equal, which is fine.
                 let given = p.settings.budget_tokens(t)?;
-                let given_budget = match args.budget.budget {
+                let given_budget = match self.budget.budget {
                     Some(b) => p.settings.budget_tokens(b)?,
                     None => budget,
                 };
@@ -247,17 +219,21 @@ impl Rewrite for Runner<'_> {
                         "--trigger ({given} tokens) is below the budget ({given_budget} tokens): the trigger must be at least the budget"
                     );
                 }
-                p.request_tokens("--trigger", t, args.budget.reserve)?
+                p.request_tokens("--trigger", t, self.budget.reserve)?
             }
             None => budget,
         };
         Ok((budget, trigger))
     }
 
-    fn rewrite(&self, d: Counted<'_>, (budget, trigger): (u64, u64)) -> Result<Rewritten> {
-        let args = self.args;
+    fn rewrite(
+        &self,
+        (options, summarizer): &Self::Setup,
+        d: Counted<'_>,
+        (budget, trigger): (u64, u64),
+    ) -> Result<Rewritten> {
         let mut warnings = Vec::new();
-        if let Some(w) = args.warn_at {
+        if let Some(w) = self.warn_at {
             let settings = d.counter.settings;
             let limit = settings.budget_tokens(w)?;
             let tokens = d.count.total();
@@ -274,9 +250,9 @@ impl Rewrite for Runner<'_> {
                 ));
             }
         }
-        let opts = self.options.for_budget(budget, trigger);
-        let input = args.dry_run.then(|| d.doc.value().clone());
-        let f = fit(d.doc, d.counter, d.count, &opts, self.summarizer.as_ref())?;
+        let opts = options.for_budget(budget, trigger);
+        let input = self.dry_run.then(|| d.doc.value().clone());
+        let f = fit(d.doc, d.counter, d.count, &opts, summarizer.as_ref())?;
         if f.stages.iter().any(|s| s["summary_truncated"] == true) {
             warnings.push(summarize::TRUNCATED_SUMMARY.to_string());
         }

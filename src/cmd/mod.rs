@@ -1,9 +1,11 @@
 //! The commands, one file each, and the plumbing they share: input flags, the per-document
-//! result ([`Outcome`]), and how a document is prepared (recognised, model resolved). Each
-//! command's file holds its clap flags and one conversion from them to the plain options its
-//! operation takes (`Args::options`); flags two commands share are one struct both flatten
-//! (`prune::PruneFlags` and `truncate::TruncateFlags` in `fit`, `summarize::SummaryArgs`). The
-//! steps every command takes for each document are written once, in `runner`.
+//! result ([`Outcome`]), and a document prepared for a command ([`Prepared`]: recognised, its
+//! model resolved). Each command's file holds its clap flags and one conversion from them to
+//! the plain options its operation takes (`Args::options`); flags two commands share are one
+//! struct both flatten ([`DocArgs`] in every command that counts, [`ChangeArgs`] in every
+//! command that rewrites, `prune::PruneFlags` and `truncate::TruncateFlags` in `fit`,
+//! `summarize::SummaryArgs`). The steps every command takes for each document (preparing it
+//! among them) are written once, in `runner`.
 //!
 //! This is the command line's module, compiled only with the `cli` feature: public because the
 //! `ctx` binary is a crate of its own, and no stable API (the library's is at the crate root).
@@ -28,13 +30,12 @@ pub use exit::Exit;
 pub use run::{Filter, Run};
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Result;
 use serde_json::Value;
 
 use crate::document::{Dialect, Document};
-use crate::settings::{Budget, InputLimit, ModelOptions, Settings};
+use crate::settings::{Budget, InputLimit, ModelArgs, Settings};
 
 /// Input flags shared by every command that reads documents.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -52,6 +53,18 @@ pub struct InputArgs {
     /// error (exit 2) that ends its input.
     #[arg(long, value_name = "SIZE", default_value = "256M")]
     pub max_input_size: crate::input::ByteSize,
+}
+
+/// The flags of the documents a command counts: where they come from ([`InputArgs`]) and what
+/// they are counted for ([`ModelArgs`]). Every command that counts documents flattens it first
+/// (`check` counts nothing and takes [`InputArgs`] alone).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct DocArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// The parser of a flag whose value is one of `all`, spelt as `name` spells it: help lists the
@@ -175,50 +188,6 @@ pub struct Prepared {
     pub warnings: Vec<String>,
 }
 
-/// Recognises a document and resolves its model settings, for `count`. A message without a
-/// `role` is an input error; a document that mixes the two dialects gets a warning (it is
-/// counted whole).
-pub fn prepare_to_count(
-    value: Value,
-    input: &InputArgs,
-    model: &ModelOptions,
-    env: &Env,
-    extra_tools: Option<Arc<Value>>,
-) -> Result<Prepared> {
-    let doc = Document::parse(value, input.format)?;
-    doc.require_roles()?;
-    let mut warnings = Vec::new();
-    warnings.extend(doc.mixed_dialects());
-    let settings = Settings::resolve(
-        model,
-        doc.body_model(),
-        env.model.as_deref(),
-        doc.dialect,
-        extra_tools,
-        &mut warnings,
-    );
-    Ok(Prepared {
-        doc,
-        settings,
-        warnings,
-    })
-}
-
-/// [`prepare_to_count`] for the commands that remove or rewrite messages: also refuses a
-/// document whose tool calls or results are written in the other dialect than the one it is
-/// read as, since they could not be paired safely.
-pub fn prepare(
-    value: Value,
-    input: &InputArgs,
-    model: &ModelOptions,
-    env: &Env,
-    extra_tools: Option<Arc<Value>>,
-) -> Result<Prepared> {
-    let p = prepare_to_count(value, input, model, env, extra_tools)?;
-    p.doc.require_one_tool_format()?;
-    Ok(p)
-}
-
 impl Prepared {
     /// The most input a request for this document may hold: the window minus the reserve
     /// (`reserve`, else the body's max_tokens / max_completion_tokens, else 4096); `None` when
@@ -331,6 +300,17 @@ impl PinArgs {
     }
 }
 
+/// The flags of every command that removes or rewrites messages: which messages it must leave
+/// alone, and where it records what it did.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ChangeArgs {
+    #[command(flatten)]
+    pub pin: PinArgs,
+
+    #[command(flatten)]
+    pub side: SideArgs,
+}
+
 /// Where the commands that change messages record what they did.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SideArgs {
@@ -351,5 +331,46 @@ impl SideArgs {
     /// Whether the report goes to stderr (`--report -`), where it must stay JSON Lines.
     pub fn report_to_stderr(&self) -> bool {
         self.report.as_deref() == Some(std::path::Path::new("-"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The library's defaults are the commands': the options of no flags are each operation's
+    /// `Options::default()`, whether from the flags a command shares with `fit` or from all of
+    /// its own (`prune` keeps no originals without `--dropped`; the library keeps them).
+    #[test]
+    fn options_from_no_flags_are_the_defaults() {
+        let debug = |options: &dyn std::fmt::Debug| format!("{options:?}");
+        let prune: prune::Args = parse_flags(&["prune"]);
+        let truncate: truncate::Args = parse_flags(&["truncate"]);
+        let prune_all = prune::Options {
+            keep_originals: true,
+            ..prune.options()
+        };
+        let prune_defaults = debug(&prune::Options::default());
+        let truncate_defaults = debug(&truncate::Options::default());
+        for (flags, options, defaults) in [
+            (
+                "prune's shared",
+                debug(&prune.prune.options()),
+                &prune_defaults,
+            ),
+            ("prune's", debug(&prune_all), &prune_defaults),
+            (
+                "truncate's shared",
+                debug(&truncate.truncate.options().unwrap()),
+                &truncate_defaults,
+            ),
+            (
+                "truncate's",
+                debug(&truncate.options().unwrap()),
+                &truncate_defaults,
+            ),
+        ] {
+            assert_eq!(&options, defaults, "{flags} flags");
+        }
     }
 }

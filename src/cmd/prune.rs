@@ -3,11 +3,10 @@
 use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
-use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{CannotFit, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
+use super::runner::{Counted, Rewrite, Rewritten};
+use super::{CannotFit, ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
 use crate::clip::DEFAULT_PLACEHOLDER;
-use crate::input::Origin;
-use crate::settings::{Budget, ModelArgs};
+use crate::settings::Budget;
 
 pub(crate) use crate::ops::prune::{DEFAULT_KEEP, DEFAULT_MIN_SAVING, Options, Thinking, prune};
 
@@ -35,10 +34,7 @@ pub(crate) use crate::ops::prune::{DEFAULT_KEEP, DEFAULT_MIN_SAVING, Options, Th
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub doc: DocArgs,
 
     #[command(flatten)]
     pub prune: PruneFlags,
@@ -75,10 +71,7 @@ pub struct Args {
     pub max_tool_tokens: Option<usize>,
 
     #[command(flatten)]
-    pub pin: PinArgs,
-
-    #[command(flatten)]
-    pub side: SideArgs,
+    pub change: ChangeArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -144,68 +137,54 @@ impl Args {
             clear_at_least: self.clear_at_least,
             max_tool_tokens: self.max_tool_tokens,
             shorten_args: self.shorten_args,
-            pins: self.pin.pins(),
-            keep_originals: self.side.dropped.is_some(),
+            pins: self.change.pin.pins(),
+            keep_originals: self.change.side.dropped.is_some(),
             ..self.prune.options()
         }
     }
 }
 
-/// Runs `prune` over documents.
-pub struct Runner<'a> {
-    args: &'a Args,
-    shared: Shared<'a>,
+impl Rewrite for Args {
     /// The options of the flags; each document's trigger and budget go in.
-    options: Options,
-}
+    type Setup = Options;
 
-impl<'a> Runner<'a> {
-    /// Reads what the run shares and checks the limits of clipping and shortening.
-    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
-        if args.max_tool_tokens == Some(0) {
-            bail!("--max-tool-tokens must be at least 1");
-        }
-        if args.shorten_args == Some(0) {
-            bail!("--shorten-args must be at least 1");
-        }
-        Ok(Runner {
-            args,
-            shared,
-            options: args.options(),
-        })
-    }
-
-    /// Prunes one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        self.shared.rewrite(self, value)
-    }
-}
-
-impl Rewrite for Runner<'_> {
     /// `--trigger` and `--budget`, in tokens.
     type Limits = (Option<u64>, Option<u64>);
 
+    /// Checks the limits of clipping and shortening.
+    fn setup(&self, _env: &Env) -> Result<Options> {
+        if self.max_tool_tokens == Some(0) {
+            bail!("--max-tool-tokens must be at least 1");
+        }
+        if self.shorten_args == Some(0) {
+            bail!("--shorten-args must be at least 1");
+        }
+        Ok(self.options())
+    }
+
     fn limits(&self, p: &mut Prepared) -> Result<Self::Limits> {
-        let reserve = self.args.reserve;
+        let reserve = self.reserve;
         let trigger = self
-            .args
             .trigger
             .map(|t| p.request_tokens("--trigger", t, reserve))
             .transpose()?;
         let budget = self
-            .args
             .budget
             .map(|b| p.request_tokens("--budget", b, reserve))
             .transpose()?;
         Ok((trigger, budget))
     }
 
-    fn rewrite(&self, d: Counted<'_>, (trigger, budget): Self::Limits) -> Result<Rewritten> {
+    fn rewrite(
+        &self,
+        options: &Options,
+        d: Counted<'_>,
+        (trigger, budget): Self::Limits,
+    ) -> Result<Rewritten> {
         let opts = Options {
             trigger,
             budget,
-            ..self.options.clone()
+            ..options.clone()
         };
         let r = prune(d.doc, d.counter, &d.count, &opts)?;
         if let Some(b) = budget {
@@ -238,24 +217,5 @@ impl Rewrite for Runner<'_> {
             dropped: r.dropped,
             warnings: Vec::new(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The library's defaults are the command's: the options of no flags are
-    /// `Options::default()`, and `prune`'s own flags add nothing to them.
-    #[test]
-    fn options_from_no_flags_are_the_defaults() {
-        let args: Args = crate::cmd::parse_flags(&["prune"]);
-        let defaults = format!("{:?}", Options::default());
-        assert_eq!(format!("{:?}", args.prune.options()), defaults);
-        let all = Options {
-            keep_originals: true,
-            ..args.options()
-        };
-        assert_eq!(format!("{all:?}"), defaults);
     }
 }

@@ -3,13 +3,16 @@
 //! come from, how output is shaped, where `--report` and `--dropped` go, and how to make its
 //! runner), and [`Run`], implemented by its runner (what one document becomes).
 //!
-//! The implementations here only delegate to each command's own `Runner::new`, `process` and
-//! `notes`. A new command that reads documents implements these two traits, and `main` gets
-//! one line for it.
+//! `count` and `check` implement [`Run`] on runners of their own. A command that rewrites
+//! documents implements [`Rewrite`](super::runner::Rewrite) on its flags instead, and its runner
+//! is the one [`Rewriter`]. The [`Filter`] implementations here only say which runner each
+//! command has and which of its fields hold the shared flags: a new command that reads
+//! documents gets one line here, and one in `main`.
 
 use anyhow::Result;
 use serde_json::Value;
 
+use super::runner::Rewriter;
 use super::{Env, InputArgs, Outcome, OutputArgs, SideArgs};
 use super::{check, count, fit, prune, summarize, truncate};
 use crate::input::Origin;
@@ -46,37 +49,42 @@ pub trait Filter {
     fn sidecars(&self) -> Option<SideArgs>;
 }
 
-/// Implements [`Run`] and [`Filter`] for a command by delegating to its own `Runner::new`,
-/// `Runner::process` and (when `notes` is named) `Runner::notes`.
+/// Implements [`Filter`] for a command's flags: `rewriting` for a command that rewrites
+/// documents (its flags implement `Rewrite`, its runner is a [`Rewriter`]; `--report` and
+/// `--dropped` go where its flags say unless `sidecars` is given), else with the command's
+/// runner type and how to make it, and the fields holding its flags.
 macro_rules! filter {
+    (rewriting $command:ident) => {
+        filter!(rewriting $command, sidecars: |a| a.change.side.clone());
+    };
+    (rewriting $command:ident, sidecars: |$a:ident| $sidecars:expr) => {
+        filter!(
+            $command,
+            runner: Rewriter<'a, $command::Args> = |args, env| {
+                Rewriter::new(args, &args.doc, &args.output, env)
+            },
+            input: doc.input,
+            output: output,
+            sidecars: |$a| Some($sidecars)
+        );
+    };
     (
         $command:ident,
-        runner: |$args:ident, $env:ident| $runner:expr,
+        runner: $runner:ty = |$args:ident, $env:ident| $new:expr,
+        input: $($input:ident).+,
         output: $output:ident,
         sidecars: |$a:ident| $sidecars:expr
-        $(, $notes:ident)?
     ) => {
-        impl Run for $command::Runner<'_> {
-            fn process(&self, origin: &Origin, value: Value) -> Result<Outcome> {
-                $command::Runner::process(self, origin, value)
-            }
-            $(
-                fn $notes(&self) -> Vec<String> {
-                    $command::Runner::notes(self)
-                }
-            )?
-        }
-
         impl Filter for $command::Args {
-            type Runner<'a> = $command::Runner<'a>;
+            type Runner<'a> = $runner;
 
-            fn runner<'a>(&'a self, $env: &'a Env) -> Result<$command::Runner<'a>> {
+            fn runner<'a>(&'a self, $env: &'a Env) -> Result<Self::Runner<'a>> {
                 let $args = self;
-                $runner
+                $new
             }
 
             fn input(&self) -> &InputArgs {
-                &self.input
+                &self.$($input).+
             }
 
             fn output(&self) -> &OutputArgs {
@@ -93,7 +101,8 @@ macro_rules! filter {
 
 filter!(
     count,
-    runner: |args, env| count::Runner::new(args, env),
+    runner: count::Runner<'a> = |args, env| count::Runner::new(args, env),
+    input: doc.input,
     output: output_flags,
     sidecars: |a| Some(SideArgs {
         report: a.report.clone(),
@@ -102,37 +111,16 @@ filter!(
 );
 filter!(
     check,
-    runner: |args, env| Ok(check::Runner::new(args, env)),
+    runner: check::Runner<'a> = |args, env| Ok(check::Runner::new(args, env)),
+    input: input,
     output: output,
     sidecars: |_a| None
 );
-filter!(
-    prune,
-    runner: |args, env| prune::Runner::new(args, env),
-    output: output,
-    sidecars: |a| Some(a.side.clone())
-);
-filter!(
-    truncate,
-    runner: |args, env| truncate::Runner::new(args, env),
-    output: output,
-    sidecars: |a| Some(a.side.clone())
-);
-filter!(
-    summarize,
-    runner: |args, env| summarize::Runner::new(args, env),
-    output: output,
-    sidecars: |a| Some(a.side.clone()),
-    notes
-);
+filter!(rewriting prune);
+filter!(rewriting truncate);
+filter!(rewriting summarize);
 // `--dry-run` reports what it would do: to `--report FILE`, else to stderr.
-filter!(
-    fit,
-    runner: |args, env| fit::Runner::new(args, env),
-    output: output,
-    sidecars: |a| Some(SideArgs {
-        report: a.side.report.clone().or_else(|| a.dry_run.then(|| "-".into())),
-        dropped: a.side.dropped.clone(),
-    }),
-    notes
-);
+filter!(rewriting fit, sidecars: |a| SideArgs {
+    report: a.change.side.report.clone().or_else(|| a.dry_run.then(|| "-".into())),
+    dropped: a.change.side.dropped.clone(),
+});

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
-use crate::input::{ByteSize, Origin, read_flag_file};
+use super::runner::{Counted, Rewrite, Rewritten};
+use super::{ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
+use crate::input::{ByteSize, read_flag_file};
 use crate::llm::{BaseUrl, Endpoint, UrlArg};
 use crate::ops::summarize::{Llm, Source};
-use crate::settings::{Budget, ModelArgs};
+use crate::settings::Budget;
 
 /// Finds a summary made by ctx: the cumulative count in its header (for tests that read
 /// `ctx summarize`'s output).
@@ -57,10 +57,7 @@ pub(crate) use crate::ops::summarize::{
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub doc: DocArgs,
 
     /// Summarize when at least N messages came since the last summary.
     #[arg(long, value_name = "N", default_value_t = 30)]
@@ -95,10 +92,7 @@ pub struct Args {
     pub dry_run: bool,
 
     #[command(flatten)]
-    pub pin: PinArgs,
-
-    #[command(flatten)]
-    pub side: SideArgs,
+    pub change: ChangeArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -326,83 +320,63 @@ impl Args {
             after_messages: self.after_messages,
             over_tokens: 0,
             force: self.force,
-            pins: self.pin.pins(),
+            pins: self.change.pin.pins(),
             budget: None,
             task: None,
         }
     }
 }
 
-/// Runs `summarize` over documents.
-pub struct Runner<'a> {
-    args: &'a Args,
-    shared: Shared<'a>,
-    /// The options of the flags; each document's `--over-tokens` goes in.
-    options: Options,
-    summarizer: Summarizer,
-}
+impl Rewrite for Args {
+    /// The options of the flags (each document's `--over-tokens` goes in) and the summarizer.
+    type Setup = (Options, Summarizer);
 
-impl<'a> Runner<'a> {
-    /// Resolves the engine and reads the files the run shares.
-    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
-        let summarizer = Summarizer::new(
-            &args.summary,
-            args.engine,
-            env,
-            args.output.quiet || args.side.report_to_stderr(),
-            "summarize",
-            args.input.max_input_size,
-        )?;
-        Ok(Runner {
-            args,
-            shared,
-            options: args.options(),
-            summarizer,
-        })
-    }
-
-    /// Notes about the whole run for the user (which engine `--engine auto` chose).
-    pub fn notes(&self) -> Vec<String> {
-        self.summarizer
-            .note()
-            .map(String::from)
-            .into_iter()
-            .collect()
-    }
-
-    /// Summarizes one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        self.shared.rewrite(self, value)
-    }
-}
-
-impl Rewrite for Runner<'_> {
     /// `--over-tokens`, in tokens.
     type Limits = u64;
 
+    /// Resolves the engine and reads the files the run shares.
+    fn setup(&self, env: &Env) -> Result<Self::Setup> {
+        let summarizer = Summarizer::new(
+            &self.summary,
+            self.engine,
+            env,
+            self.output.quiet || self.change.side.report_to_stderr(),
+            "summarize",
+            self.doc.input.max_input_size,
+        )?;
+        Ok((self.options(), summarizer))
+    }
+
+    fn note((_, summarizer): &Self::Setup) -> Option<&str> {
+        summarizer.note()
+    }
+
     fn limits(&self, p: &mut Prepared) -> Result<u64> {
-        let args = self.args;
-        Ok(match args.over_tokens {
-            Some(b) => p.request_tokens("--over-tokens", b, args.reserve)?,
+        Ok(match self.over_tokens {
+            Some(b) => p.request_tokens("--over-tokens", b, self.reserve)?,
             None => p
                 .settings
-                .default_budget(args.reserve, p.doc.body_max_tokens())
+                .default_budget(self.reserve, p.doc.body_max_tokens())
                 .map_or(128_000, |b| b.min(128_000)),
         })
     }
 
-    fn rewrite(&self, d: Counted<'_>, over_tokens: u64) -> Result<Rewritten> {
+    fn rewrite(
+        &self,
+        (options, summarizer): &Self::Setup,
+        d: Counted<'_>,
+        over_tokens: u64,
+    ) -> Result<Rewritten> {
         let opts = Options {
             over_tokens,
-            ..self.options.clone()
+            ..options.clone()
         };
-        if self.args.dry_run {
-            let plan = plan(&d.doc, &d.count, &opts, self.summarizer.summary_role)?;
+        if self.dry_run {
+            let plan = plan(&d.doc, &d.count, &opts, summarizer.summary_role)?;
             let report = json!({
                 "command": "summarize",
                 "triggered": plan.triggered,
-                "engine": self.summarizer.engine_name(),
+                "engine": summarizer.engine_name(),
                 "range": plan.range,
                 "range_tokens": plan.range_tokens,
                 "tokens_before": d.count.total(),
@@ -414,9 +388,9 @@ impl Rewrite for Runner<'_> {
                 ..Rewritten::default()
             });
         }
-        let s = summarize(d.doc, d.counter, &d.count, &opts, &self.summarizer, &[])?;
+        let s = summarize(d.doc, d.counter, &d.count, &opts, summarizer, &[])?;
         Ok(Rewritten {
-            report: Some(s.report(self.summarizer.engine_name())),
+            report: Some(s.report(summarizer.engine_name())),
             warnings: s.truncation_warning().into_iter().collect(),
             output: s.doc.into_value(),
             dropped: s.dropped,

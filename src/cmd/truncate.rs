@@ -1,12 +1,10 @@
 //! `ctx truncate`'s flags and runner; the operation is [`crate::ops::truncate`].
 
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::runner::{Counted, Rewrite, Rewritten, Shared};
-use super::{BudgetArgs, Env, InputArgs, Outcome, OutputArgs, PinArgs, Prepared, SideArgs, one_of};
-use crate::input::Origin;
-use crate::settings::ModelArgs;
+use super::runner::{Counted, Rewrite, Rewritten};
+use super::{BudgetArgs, ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
 
 pub(crate) use crate::ops::truncate::{
     DEFAULT_KEEP_FIRST, Options, Strategy, Weights, note_text, parse_weights, truncate,
@@ -30,19 +28,13 @@ pub(crate) use crate::ops::truncate::{
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub doc: DocArgs,
 
     #[command(flatten)]
     pub budget: BudgetArgs,
 
     #[command(flatten)]
-    pub pin: PinArgs,
-
-    #[command(flatten)]
-    pub side: SideArgs,
+    pub change: ChangeArgs,
 
     /// Keep at most the N newest non-system messages, rounded down to a unit boundary (the
     /// newest unit is always kept; pinned messages do not count).
@@ -113,49 +105,32 @@ impl Args {
         Ok(Options {
             keep_last: self.keep_last,
             partial: self.partial,
-            pins: self.pin.pins(),
+            pins: self.change.pin.pins(),
             ..self.truncate.options()?
         })
     }
 }
 
-/// Runs `truncate` over documents.
-pub struct Runner<'a> {
-    args: &'a Args,
-    shared: Shared<'a>,
+impl Rewrite for Args {
     /// The options of the flags; each document's budget goes in.
-    options: Options,
-}
+    type Setup = Options;
 
-impl<'a> Runner<'a> {
-    /// Reads what the run shares and checks the note's text.
-    pub fn new(args: &'a Args, env: &'a Env) -> Result<Runner<'a>> {
-        let shared = Shared::new(&args.input, &args.model, &args.output, env)?;
-        Ok(Runner {
-            args,
-            shared,
-            options: args.options()?,
-        })
-    }
-
-    /// Truncates one document.
-    pub fn process(&self, _origin: &Origin, value: Value) -> Result<Outcome> {
-        self.shared.rewrite(self, value)
-    }
-}
-
-impl Rewrite for Runner<'_> {
     /// The budget, in tokens.
     type Limits = u64;
 
-    fn limits(&self, p: &mut Prepared) -> Result<u64> {
-        self.args.budget.budget(p)
+    /// Checks the note's text.
+    fn setup(&self, _env: &Env) -> Result<Options> {
+        self.options()
     }
 
-    fn rewrite(&self, d: Counted<'_>, budget: u64) -> Result<Rewritten> {
+    fn limits(&self, p: &mut Prepared) -> Result<u64> {
+        self.budget.budget(p)
+    }
+
+    fn rewrite(&self, options: &Options, d: Counted<'_>, budget: u64) -> Result<Rewritten> {
         let opts = Options {
             budget,
-            ..self.options.clone()
+            ..options.clone()
         };
         let t = truncate(d.doc, d.counter, &d.count, &opts)?;
         let report = json!({
@@ -167,7 +142,7 @@ impl Rewrite for Runner<'_> {
             "partial": t.partial.iter().map(|&(i, b, a)| json!({"index": i, "tokens_before": b, "tokens_after": a})).collect::<Vec<_>>(),
             "notes": t.notes,
         });
-        let flags = &self.args.truncate;
+        let flags = &self.truncate;
         let misplaced = flags.weights.is_some() && flags.strategy != Strategy::Importance;
         let warnings = misplaced.then(|| "--weights only applies to --strategy importance".into());
         Ok(Rewritten {
@@ -176,20 +151,5 @@ impl Rewrite for Runner<'_> {
             dropped: t.dropped,
             warnings: warnings.into_iter().collect(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The library's defaults are the command's: the options of no flags are
-    /// `Options::default()`.
-    #[test]
-    fn options_from_no_flags_are_the_defaults() {
-        let args: Args = crate::cmd::parse_flags(&["truncate"]);
-        let defaults = format!("{:?}", Options::default());
-        assert_eq!(format!("{:?}", args.truncate.options().unwrap()), defaults);
-        assert_eq!(format!("{:?}", args.options().unwrap()), defaults);
     }
 }

@@ -781,6 +781,14 @@ mod tests {
             "type": "object", "properties": props, "required": required}})
     }
 
+    /// Asserts that function `f` renders as `text` with notes of the constructs `notes` (as
+    /// [`kinds`] gives them; none when empty).
+    fn assert_renders(f: Value, text: &str, notes: &[&str]) {
+        let (t, n) = one(f);
+        assert_eq!(t, text);
+        assert_eq!(kinds(&n), notes, "{n:?}");
+    }
+
     #[test]
     fn the_namespace_frames_every_function() {
         let a = json!({"name": "a", "parameters": {"type": "object", "properties": {}}});
@@ -795,187 +803,165 @@ mod tests {
 
     #[test]
     fn properties_with_descriptions_required_and_optional() {
-        let (t, notes) = one(json!({
-            "name": "get_current_weather",
-            "description": "Get the current weather in a given location",
-            "parameters": {"type": "object", "properties": {
-                "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
-            }, "required": ["location"]}
-        }));
-        assert_eq!(
-            t,
+        assert_renders(
+            json!({
+                "name": "get_current_weather",
+                "description": "Get the current weather in a given location",
+                "parameters": {"type": "object", "properties": {
+                    "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+                }, "required": ["location"]}
+            }),
             "// Get the current weather in a given location\n\
              type get_current_weather = (_: {\n\
              // The city and state, e.g. San Francisco, CA\n\
              location: string,\n\
              unit?: \"celsius\" | \"fahrenheit\",\n\
-             }) => any;"
+             }) => any;",
+            &[],
         );
-        assert!(notes.is_empty(), "{notes:?}");
     }
 
     #[test]
     fn scalar_types() {
-        let (t, notes) = one(params(
-            json!({
-                "s": {"type": "string", "description": "d"},
-                "n": {"type": "number"},
-                "i": {"type": "integer"},
-                "b": {"type": "boolean"},
-                "z": {"type": "null"},
-                "x": {"description": "no type"},
-                "c": {"type": "string", "const": "k"}
-            }),
-            &["s"],
-        ));
-        assert_eq!(
-            t,
-            "// Do f\ntype f = (_: {\n// d\ns: string,\nn?: number,\ni?: number,\nb?: boolean,\nz?: null,\n// no type\nx?: any,\nc?: string,\n}) => any;"
+        assert_renders(
+            params(
+                json!({
+                    "s": {"type": "string", "description": "d"},
+                    "n": {"type": "number"},
+                    "i": {"type": "integer"},
+                    "b": {"type": "boolean"},
+                    "z": {"type": "null"},
+                    "x": {"description": "no type"},
+                    "c": {"type": "string", "const": "k"}
+                }),
+                &["s"],
+            ),
+            "// Do f\ntype f = (_: {\n// d\ns: string,\nn?: number,\ni?: number,\nb?: boolean,\nz?: null,\n// no type\nx?: any,\nc?: string,\n}) => any;",
+            &[],
         );
-        assert!(notes.is_empty(), "{notes:?}");
     }
 
     #[test]
     fn parameters_without_any_description_are_disputed() {
-        let (t, notes) = one(params(json!({"q": {"type": "string"}}), &["q"]));
-        assert_eq!(t, "// Do f\ntype f = (_: {\nq: string,\n}) => any;");
-        assert_eq!(
-            kinds(&notes),
-            ["disputed:parameters none of which has a description"]
+        assert_renders(
+            params(json!({"q": {"type": "string"}}), &["q"]),
+            "// Do f\ntype f = (_: {\nq: string,\n}) => any;",
+            &["disputed:parameters none of which has a description"],
         );
     }
 
     #[test]
     fn nested_objects_keep_every_description() {
-        let (t, notes) = one(params(
-            json!({"o": {"type": "object", "description": "outer", "properties": {
-                "a": {"type": "string", "description": "inner"},
-                "b": {"type": "object", "properties": {"c": {"type": "boolean"}}, "required": ["c"]}
-            }}}),
-            &[],
-        ));
-        assert_eq!(
-            t,
-            "// Do f\ntype f = (_: {\n// outer\no?: {\n  // inner\n  a?: string,\n  b?: {\n    c: boolean,\n},\n},\n}) => any;"
+        assert_renders(
+            params(
+                json!({"o": {"type": "object", "description": "outer", "properties": {
+                    "a": {"type": "string", "description": "inner"},
+                    "b": {"type": "object", "properties": {"c": {"type": "boolean"}}, "required": ["c"]}
+                }}}),
+                &[],
+            ),
+            "// Do f\ntype f = (_: {\n// outer\no?: {\n  // inner\n  a?: string,\n  b?: {\n    c: boolean,\n},\n},\n}) => any;",
+            &["disputed:nested objects"],
         );
-        assert_eq!(kinds(&notes), ["disputed:nested objects"]);
     }
 
     #[test]
     fn arrays() {
-        let (t, notes) = one(params(
-            json!({
-                "tags": {"type": "array", "items": {"type": "string"}, "description": "d"},
-                "rows": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}}
-            }),
-            &["tags"],
-        ));
-        assert_eq!(
-            t,
-            "// Do f\ntype f = (_: {\n// d\ntags: string[],\nrows?: {\n  n: number,\n}[],\n}) => any;"
+        assert_renders(
+            params(
+                json!({
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "d"},
+                    "rows": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}}
+                }),
+                &["tags"],
+            ),
+            "// Do f\ntype f = (_: {\n// d\ntags: string[],\nrows?: {\n  n: number,\n}[],\n}) => any;",
+            &["disputed:nested objects"],
         );
-        assert_eq!(kinds(&notes), ["disputed:nested objects"]);
 
-        let (t, notes) = one(params(
-            json!({"a": {"type": "array", "description": "d"},
+        assert_renders(
+            params(
+                json!({"a": {"type": "array", "description": "d"},
                    "e": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}},
                    "t": {"type": "array", "items": [{"type": "string"}, {"type": "number"}]}}),
-            &[],
-        ));
-        assert_eq!(
-            t,
-            "// Do f\ntype f = (_: {\n// d\na?: any[],\ne?: (\"x\" | \"y\")[],\nt?: [string, number],\n}) => any;"
-        );
-        assert_eq!(
-            kinds(&notes),
-            [
+                &[],
+            ),
+            "// Do f\ntype f = (_: {\n// d\na?: any[],\ne?: (\"x\" | \"y\")[],\nt?: [string, number],\n}) => any;",
+            &[
                 "unverified:a tuple of `items`",
                 "unverified:an array of a union",
-                "unverified:an array without `items`"
-            ]
+                "unverified:an array without `items`",
+            ],
         );
     }
 
     #[test]
     fn enums_of_numbers_and_untyped_enums() {
-        let (t, notes) = one(params(
-            json!({"n": {"type": "integer", "enum": [-1, 1], "description": "d"},
+        assert_renders(
+            params(
+                json!({"n": {"type": "integer", "enum": [-1, 1], "description": "d"},
                    "u": {"enum": ["a", 2, null]}}),
-            &[],
-        ));
-        assert_eq!(
-            t,
-            "// Do f\ntype f = (_: {\n// d\nn?: -1 | 1,\nu?: \"a\" | 2 | null,\n}) => any;"
-        );
-        assert_eq!(
-            kinds(&notes),
-            [
+                &[],
+            ),
+            "// Do f\ntype f = (_: {\n// d\nn?: -1 | 1,\nu?: \"a\" | 2 | null,\n}) => any;",
+            &[
                 "disputed:number enums",
-                "unverified:an `enum` without a type"
-            ]
+                "unverified:an `enum` without a type",
+            ],
         );
     }
 
     #[test]
     fn unions() {
-        let (t, notes) = one(params(
-            json!({"a": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "d"}}),
-            &["a"],
-        ));
-        assert_eq!(
-            t,
-            "// Do f\ntype f = (_: {\n// d\na: string | null,\n}) => any;"
+        assert_renders(
+            params(
+                json!({"a": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "d"}}),
+                &["a"],
+            ),
+            "// Do f\ntype f = (_: {\n// d\na: string | null,\n}) => any;",
+            &[],
         );
-        assert!(notes.is_empty(), "{notes:?}");
 
-        let (t, notes) = one(params(
-            json!({"o": {"oneOf": [{"type": "string", "description": "a name"}, {"type": "number"}], "description": "d"},
+        assert_renders(
+            params(
+                json!({"o": {"oneOf": [{"type": "string", "description": "a name"}, {"type": "number"}], "description": "d"},
                    "l": {"type": ["string", "null"]},
                    "n": {"type": "integer", "nullable": true},
                    "all": {"allOf": [{"type": "string"}]}}),
-            &[],
-        ));
-        assert_eq!(
-            t,
-            "// Do f\ntype f = (_: {\n// d\n// a name\no?: string | number,\nl?: string | null,\nn?: number | null,\nall?: string,\n}) => any;"
-        );
-        assert_eq!(
-            kinds(&notes),
-            [
+                &[],
+            ),
+            "// Do f\ntype f = (_: {\n// d\n// a name\no?: string | number,\nl?: string | null,\nn?: number | null,\nall?: string,\n}) => any;",
+            &[
                 "unverified:`allOf`",
                 "unverified:`nullable`",
                 "unverified:`oneOf`",
                 "unverified:a description inside array items, union variants or references",
                 "unverified:a list of types",
-            ]
+            ],
         );
     }
 
     #[test]
     fn refs_resolve_to_defs_and_definitions() {
-        let (t, notes) = one(json!({"name": "f", "parameters": {
-            "type": "object",
-            "properties": {
-                "p": {"$ref": "#/$defs/Point", "description": "where"},
-                "c": {"$ref": "#/definitions/Color"}
-            },
-            "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}},
-            "definitions": {"Color": {"type": "string", "enum": ["red", "blue"], "description": "a colour"}}
-        }}));
-        assert_eq!(
-            t,
-            "type f = (_: {\n// where\np?: {\n  x: number,\n},\n// a colour\nc?: \"red\" | \"blue\",\n}) => any;"
-        );
-        assert_eq!(
-            kinds(&notes),
-            [
+        assert_renders(
+            json!({"name": "f", "parameters": {
+                "type": "object",
+                "properties": {
+                    "p": {"$ref": "#/$defs/Point", "description": "where"},
+                    "c": {"$ref": "#/definitions/Color"}
+                },
+                "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}},
+                "definitions": {"Color": {"type": "string", "enum": ["red", "blue"], "description": "a colour"}}
+            }}),
+            "type f = (_: {\n// where\np?: {\n  x: number,\n},\n// a colour\nc?: \"red\" | \"blue\",\n}) => any;",
+            &[
                 "disputed:nested objects",
                 "unverified:`$defs`",
                 "unverified:`$ref`",
                 "unverified:`definitions`",
                 "unverified:a description inside array items, union variants or references",
-            ]
+            ],
         );
     }
 
@@ -1008,47 +994,38 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_property() {
-        let (t, notes) = one(params(
-            json!({"unit": {"type": "string", "enum": ["c", "f"], "default": "c"},
+        assert_renders(
+            params(
+                json!({"unit": {"type": "string", "enum": ["c", "f"], "default": "c"},
                    "loc": {"type": "string", "description": "d"}}),
-            &["loc"],
-        ));
-        assert_eq!(
-            t,
-            "// Do f\ntype f = (_: {\nunit?: \"c\" | \"f\", // default: \"c\"\n// d\nloc: string,\n}) => any;"
-        );
-        assert!(notes.is_empty(), "{notes:?}");
-        let (t, notes) = one(params(
-            json!({"n": {"type": "integer", "default": 5, "description": "d"}}),
+                &["loc"],
+            ),
+            "// Do f\ntype f = (_: {\nunit?: \"c\" | \"f\", // default: \"c\"\n// d\nloc: string,\n}) => any;",
             &[],
-        ));
-        assert_eq!(
-            t,
-            "// Do f\ntype f = (_: {\n// d\nn?: number, // default: 5\n}) => any;"
         );
-        assert_eq!(
-            kinds(&notes),
-            ["unverified:a `default` that is not a string"]
+        assert_renders(
+            params(
+                json!({"n": {"type": "integer", "default": 5, "description": "d"}}),
+                &[],
+            ),
+            "// Do f\ntype f = (_: {\n// d\nn?: number, // default: 5\n}) => any;",
+            &["unverified:a `default` that is not a string"],
         );
     }
 
     #[test]
     fn titles_examples_and_multi_line_descriptions_are_comments() {
-        let (t, notes) = one(json!({"name": "f", "description": "Line one\nLine two",
-        "parameters": {"type": "object", "title": "FArgs", "properties": {
-            "q": {"type": "string", "title": "Query", "description": "d", "examples": ["a", 1]}
-        }}}));
-        assert_eq!(
-            t,
-            "// Line one\n// Line two\ntype f = (_: {\n// Query\n//\n// d\n// Examples:\n// - \"a\"\n// - 1\nq?: string,\n}) => any;"
-        );
-        assert_eq!(
-            kinds(&notes),
-            [
+        assert_renders(
+            json!({"name": "f", "description": "Line one\nLine two",
+            "parameters": {"type": "object", "title": "FArgs", "properties": {
+                "q": {"type": "string", "title": "Query", "description": "d", "examples": ["a", 1]}
+            }}}),
+            "// Line one\n// Line two\ntype f = (_: {\n// Query\n//\n// d\n// Examples:\n// - \"a\"\n// - 1\nq?: string,\n}) => any;",
+            &[
                 "unverified:`examples`",
                 "unverified:`title`",
                 "unverified:a multi-line description",
-            ]
+            ],
         );
     }
 
@@ -1079,14 +1056,13 @@ mod tests {
 
     #[test]
     fn other_keywords_are_named() {
-        let (t, notes) = one(params(
-            json!({"n": {"type": "integer", "minimum": 1, "description": "d", "format": "int32"}}),
-            &[],
-        ));
-        assert_eq!(t, "// Do f\ntype f = (_: {\n// d\nn?: number,\n}) => any;");
-        assert_eq!(
-            kinds(&notes),
-            ["unverified:`format`", "unverified:`minimum`"]
+        assert_renders(
+            params(
+                json!({"n": {"type": "integer", "minimum": 1, "description": "d", "format": "int32"}}),
+                &[],
+            ),
+            "// Do f\ntype f = (_: {\n// d\nn?: number,\n}) => any;",
+            &["unverified:`format`", "unverified:`minimum`"],
         );
     }
 

@@ -89,12 +89,9 @@ pub(super) fn from_chat(doc: &Document, settings: &Settings, model: &str) -> Res
 
 /// The chat messages as the top-level `system` blocks and the Messages `messages`.
 fn messages(doc: &Document) -> Result<(Vec<Value>, Vec<Value>), String> {
-    let mut system = Vec::new();
-    let mut messages = Vec::new();
-    for turn in chat::turns(doc, "Anthropic") {
-        let (i, turn) = turn?;
+    chat::system_apart(doc, "Anthropic", system_block, |messages, i, turn| {
         match turn {
-            Turn::System { content, .. } => system.push(system_block(i, content)?),
+            Turn::System { .. } => unreachable!("system messages are the system prompt"),
             Turn::User(content) => {
                 messages.push(json!({"role": "user", "content": blocks(i, content)?}))
             }
@@ -117,11 +114,11 @@ fn messages(doc: &Document) -> Result<(Vec<Value>, Vec<Value>), String> {
                     "content": blocks(i, r.content)?});
                 let is_result =
                     |b: &Value| b.get("type").and_then(Value::as_str) == Some("tool_result");
-                chat::push_result(&mut messages, "content", is_result, block);
+                chat::push_result(messages, "content", is_result, block);
             }
         }
-    }
-    Ok((system, messages))
+        Ok(())
+    })
 }
 
 /// The `system` text block of system message `i`.

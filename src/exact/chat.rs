@@ -138,6 +138,27 @@ pub(super) fn turns<'a>(
     })
 }
 
+/// The messages of `doc` for an API that holds the system prompt apart from the messages
+/// (Anthropic, Gemini), read in order: each system or developer message made into an entry of
+/// the system prompt by `system`, every other turn added to the messages by `add` (which is
+/// never given a system turn).
+pub(super) fn system_apart<'a>(
+    doc: &'a Document,
+    api: &'static str,
+    system: impl Fn(usize, Option<&'a Value>) -> Result<Value, String>,
+    mut add: impl FnMut(&mut Vec<Value>, usize, Turn<'a>) -> Result<(), String>,
+) -> Result<(Vec<Value>, Vec<Value>), String> {
+    let mut prompt = Vec::new();
+    let mut messages = Vec::new();
+    for turn in turns(doc, api) {
+        match turn? {
+            (i, Turn::System { content, .. }) => prompt.push(system(i, content)?),
+            (i, turn) => add(&mut messages, i, turn)?,
+        }
+    }
+    Ok((prompt, messages))
+}
+
 /// What pairs a tool result with its call, as the messages are read.
 #[derive(Default)]
 struct Pairing {

@@ -40,15 +40,13 @@ pub(super) fn from_chat(doc: &Document, settings: &Settings, model: &str) -> Res
 
 /// The chat messages as `systemInstruction` parts and `contents`.
 fn contents(doc: &Document) -> Result<(Vec<Value>, Vec<Value>), String> {
-    let mut system = Vec::new();
-    let mut contents = Vec::new();
-    for turn in chat::turns(doc, "Gemini") {
-        let (i, turn) = turn?;
+    let system = |i, content| {
+        let text = chat::text_only(i, content, "a system message", UNCONVERTED)?;
+        Ok(json!({"text": text}))
+    };
+    chat::system_apart(doc, "Gemini", system, |contents, i, turn| {
         match turn {
-            Turn::System { content, .. } => {
-                let text = chat::text_only(i, content, "a system message", UNCONVERTED)?;
-                system.push(json!({"text": text}));
-            }
+            Turn::System { .. } => unreachable!("system messages are the system instruction"),
             Turn::User(content) => {
                 let parts = parts(i, content)?;
                 if !parts.is_empty() {
@@ -77,11 +75,11 @@ fn contents(doc: &Document) -> Result<(Vec<Value>, Vec<Value>), String> {
                 };
                 let part = json!({"functionResponse": {"name": name, "response": response}});
                 let is_result = |p: &Value| p.get("functionResponse").is_some();
-                chat::push_result(&mut contents, "parts", is_result, part);
+                chat::push_result(contents, "parts", is_result, part);
             }
         }
-    }
-    Ok((system, contents))
+        Ok(())
+    })
 }
 
 /// Parts of a Gemini `Content` from an OpenAI message's content: text, and images, audio and

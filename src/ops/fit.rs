@@ -102,6 +102,22 @@ pub struct Options {
     pub summarize: summarize::Options,
 }
 
+impl Default for Options {
+    /// `fit`'s defaults (no summarize or partial stage), with a budget and a trigger of 0.
+    fn default() -> Options {
+        Options {
+            budget: 0,
+            shorten_args: DEFAULT_SHORTEN_ARGS,
+            trigger: 0,
+            stages: Stage::defaults(false, false),
+            details: false,
+            prune: prune::Options::default(),
+            truncate: truncate::Options::default(),
+            summarize: summarize::Options::default(),
+        }
+    }
+}
+
 impl Options {
     /// These options for a document whose budget and trigger, in tokens, are these.
     pub fn for_budget(&self, budget: u64, trigger: u64) -> Options {

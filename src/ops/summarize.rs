@@ -497,6 +497,22 @@ pub struct Options {
     pub task: Option<Option<usize>>,
 }
 
+impl Default for Options {
+    /// Summarize now, whatever the triggers say (`--force`), keeping the default
+    /// `--keep-recent`: what `fit`'s summarize stage and the library's `summarize` do.
+    fn default() -> Options {
+        Options {
+            keep_recent: DEFAULT_KEEP_RECENT,
+            after_messages: 0,
+            over_tokens: 0,
+            force: true,
+            pins: PinOptions::default(),
+            budget: None,
+            task: None,
+        }
+    }
+}
+
 /// Which messages a run would summarize, and whether a trigger holds.
 #[derive(Debug)]
 pub struct Plan {

@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash, Hasher};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{CannotFit, Dropped};
@@ -59,8 +60,9 @@ impl Strategy {
     }
 }
 
-/// Importance scores (docs/strategies.md).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Importance scores (docs/strategies.md). `--weights` names them as their fields are named,
+/// and lists them in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
 pub struct Weights {
     pub user: f64,
     pub exchange: f64,
@@ -103,13 +105,10 @@ impl Default for Weights {
     }
 }
 
-/// The keys of `--weights`, in the order the docs list them.
-#[cfg(feature = "cli")]
-pub const WEIGHT_KEYS: &str = "user, exchange, assistant, system, other, short, short_tokens, repeat, error, test, edit, recency";
-
+/// `--weights`: `key=value` pairs, each replacing the default score of the field it names.
 #[cfg(feature = "cli")]
 pub fn parse_weights(s: &str) -> Result<Weights, String> {
-    let mut w = Weights::default();
+    let mut w = weight_map(Weights::default());
     for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
         let (k, v) = pair
             .split_once('=')
@@ -121,24 +120,26 @@ pub fn parse_weights(s: &str) -> Result<Weights, String> {
         if !v.is_finite() {
             return Err(format!("'{pair}': not a finite number"));
         }
-        let slot = match k.trim() {
-            "user" => &mut w.user,
-            "exchange" => &mut w.exchange,
-            "assistant" => &mut w.assistant,
-            "system" => &mut w.system,
-            "other" => &mut w.other,
-            "short" => &mut w.short,
-            "short_tokens" => &mut w.short_tokens,
-            "repeat" => &mut w.repeat,
-            "error" => &mut w.error,
-            "test" => &mut w.test,
-            "edit" => &mut w.edit,
-            "recency" => &mut w.recency,
-            other => return Err(format!("unknown weight '{other}' ({WEIGHT_KEYS})")),
+        let Some(slot) = w.get_mut(k.trim()) else {
+            let keys: Vec<&str> = w.keys().map(String::as_str).collect();
+            return Err(format!(
+                "unknown weight '{}' ({})",
+                k.trim(),
+                keys.join(", ")
+            ));
         };
-        *slot = v;
+        *slot = v.into();
     }
-    Ok(w)
+    serde_json::from_value(Value::Object(w)).map_err(|e| e.to_string())
+}
+
+/// The scores by their names, in the order of the fields.
+#[cfg(feature = "cli")]
+fn weight_map(w: Weights) -> serde_json::Map<String, Value> {
+    match serde_json::to_value(w) {
+        Ok(Value::Object(map)) => map,
+        _ => unreachable!("finite scores serialize to an object"),
+    }
 }
 
 /// What to truncate to and how.
@@ -984,9 +985,12 @@ fn gaps(conv: &Conversation, keep: &[bool], dialect: Dialect) -> Vec<(usize, usi
 
 /// The text of the note from `--note` and `--note-text TEXT` (which implies `--note`), or
 /// `None` when no note is asked for; an empty text is a usage error.
+#[cfg(feature = "cli")]
 pub fn note_text(note: bool, text: Option<&str>) -> Result<Option<String>> {
     match text {
-        Some("") => bail!("--note-text needs a text (or --note alone for the default note)"),
+        Some("") => {
+            anyhow::bail!("--note-text needs a text (or --note alone for the default note)")
+        }
         Some(t) => Ok(Some(t.to_string())),
         None => Ok(note.then(|| DEFAULT_NOTE.to_string())),
     }
@@ -1051,12 +1055,21 @@ mod tests {
         let w = parse_weights("repeat=0.1,error=3,test=2,edit=1").unwrap();
         assert_eq!((w.repeat, w.error, w.test, w.edit), (0.1, 3.0, 2.0, 1.0));
         let err = parse_weights("color=1").unwrap_err();
-        for key in WEIGHT_KEYS.split(", ") {
+        for key in weight_map(Weights::default()).keys() {
             assert!(err.contains(key), "{err} lists {key}");
             assert!(parse_weights(&format!("{key}=1")).is_ok(), "{key}");
         }
         assert!(parse_weights("user").is_err());
         assert!(parse_weights("user=NaN").is_err());
+        // Scores come through as given, to the last bit.
+        let w = parse_weights("user=0.1,short_tokens=1e300,recency=-2.5e-7,other=-0").unwrap();
+        assert_eq!((w.user, w.short_tokens, w.recency), (0.1, 1e300, -2.5e-7));
+        assert!(w.other == 0.0 && w.other.is_sign_negative());
+        assert_eq!(
+            parse_weights("colour=1").unwrap_err(),
+            "unknown weight 'colour' (user, exchange, assistant, system, other, short, \
+             short_tokens, repeat, error, test, edit, recency)"
+        );
     }
 
     #[test]

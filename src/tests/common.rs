@@ -13,6 +13,11 @@ use crate::tokenizer::Encoding;
 mod shared;
 pub use shared::*;
 
+/// The key facts of an agent trajectory, by the retention benchmark's rules (shared with it:
+/// which message is the task).
+#[path = "../../examples/retention/facts.rs"]
+mod facts;
+
 /// What the shared helpers work on here: the library's own types (the integration tests give
 /// them its public API instead).
 pub mod subject {
@@ -140,20 +145,9 @@ pub fn same_ids(a: &Value, b: &Value) -> bool {
 }
 
 /// The task of a document, found independently of ctx: the first user message that is not only
-/// tool results.
+/// tool results (the retention benchmark's rule).
 pub fn task_of(doc: &Document) -> Option<&Value> {
-    doc.messages().iter().find(|m| {
-        m.get("role").and_then(Value::as_str) == Some("user")
-            && !m
-                .get("content")
-                .and_then(Value::as_array)
-                .is_some_and(|parts| {
-                    !parts.is_empty()
-                        && parts
-                            .iter()
-                            .all(|p| p.get("type").and_then(Value::as_str) == Some("tool_result"))
-                })
-    })
+    facts::task_at(doc.messages()).map(|i| &doc.messages()[i])
 }
 
 /// The counts in the headers of the summaries ctx wrote into `output` (messages that are not in
@@ -216,6 +210,18 @@ pub fn assert_spoofs_are_ordinary(
         }
     }
     Ok(())
+}
+
+/// Asserts that `pred` holds for each of `yes` and for none of `no`, naming the text it is
+/// wrong about: the unit tests of the classifiers (what is a path, what reports an error, what
+/// a template matches) are lists of both.
+pub fn assert_classifies(pred: impl Fn(&str) -> bool, yes: &[&str], no: &[&str]) {
+    for t in yes {
+        assert!(pred(t), "not taken: {t:?}");
+    }
+    for t in no {
+        assert!(!pred(t), "taken: {t:?}");
+    }
 }
 
 /// The runs of a sweep that fitted and those refused (exit 3).

@@ -6,7 +6,7 @@
 //!
 //! Run one topic with `cargo test --lib tests::prune::`.
 
-mod common;
+pub(crate) mod common;
 /// A scripted HTTP server on 127.0.0.1 (shared with the integration tests): no network.
 #[path = "../../tests/suite/scripted.rs"]
 #[expect(

@@ -241,6 +241,19 @@ fn with_share(value: Value, dialect: Dialect, share: f64) -> (Document, u64) {
     (doc, budget)
 }
 
+/// A generated conversation with runs of repeated messages, and a budget of a share of its
+/// tokens drawn from `share`.
+fn budgeted(
+    share: std::ops::Range<f64>,
+) -> impl proptest::strategy::Strategy<Value = (Document, u64)> {
+    proptest::strategy::Strategy::prop_map(
+        (document(), repeats(), share),
+        |((value, dialect), repeats, share)| {
+            with_share(with_repeats(value, dialect, &repeats), dialect, share)
+        },
+    )
+}
+
 fn strategy() -> impl proptest::strategy::Strategy<Value = Strategy> {
     prop_oneof![
         Just(Strategy::Oldest),
@@ -254,9 +267,7 @@ proptest! {
 
     #[test]
     fn truncate_keeps_every_invariant(
-        (value, dialect) in document(),
-        repeats in repeats(),
-        share in 0.05f64..1.2,
+        (doc, budget) in budgeted(0.05..1.2),
         strategy in strategy(),
         keep_last in proptest::option::weighted(0.3, 0usize..12),
         keep_first in 0usize..4,
@@ -267,7 +278,6 @@ proptest! {
         protect in prop_oneof![3 => Just(0usize), 2 => 1usize..4],
         best_effort in proptest::bool::weighted(0.3),
     ) {
-        let (doc, budget) = with_share(with_repeats(value, dialect, &repeats), dialect, share);
         let opts = Options {
             budget,
             keep_last,
@@ -288,12 +298,9 @@ proptest! {
     /// that fits.
     #[test]
     fn oldest_removes_repeats_first_and_only_as_many_units_as_needed(
-        (value, dialect) in document(),
-        repeats in repeats(),
-        share in 0.3f64..1.0,
+        (doc, budget) in budgeted(0.3..1.0),
         protect in 0usize..3,
     ) {
-        let (doc, budget) = with_share(with_repeats(value, dialect, &repeats), dialect, share);
         let opts = Options {
             budget,
             protect_recent_exchanges: protect,
@@ -317,12 +324,9 @@ proptest! {
     /// make the output start with something other than a user message).
     #[test]
     fn importance_uses_the_budget(
-        (value, dialect) in document(),
-        repeats in repeats(),
-        share in 0.2f64..1.0,
+        (doc, budget) in budgeted(0.2..1.0),
         protect in 0usize..3,
     ) {
-        let (doc, budget) = with_share(with_repeats(value, dialect, &repeats), dialect, share);
         let opts = Options {
             budget,
             strategy: Strategy::Importance,

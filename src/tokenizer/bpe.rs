@@ -163,6 +163,15 @@ impl Ranks {
         }
     }
 
+    /// Readies `scratch` for either merge loop over `piece`: its cache made this encoding's, and
+    /// its `starts` the parts before any merge ([`Self::initial_parts`]) followed by the end.
+    #[inline(always)]
+    fn start_merge(&self, piece: &[u8], scratch: &mut Scratch) {
+        scratch.cache.claim(self);
+        self.initial_parts(piece, &mut scratch.starts);
+        scratch.starts.push(piece.len() as u32);
+    }
+
     /// The rank of merging the parts `piece[start..mid]` and `piece[mid..end]`, or u32::MAX.
     #[inline]
     fn join_rank(&self, piece: &[u8], start: usize, end: usize, cache: &mut LookupCache) -> u32 {
@@ -254,15 +263,13 @@ impl Ranks {
     /// counting take 3% more instructions.
     #[inline(never)]
     fn merge_scan(&self, piece: &[u8], scratch: &mut Scratch) {
+        self.start_merge(piece, scratch);
         let Scratch {
             parts,
             starts,
             cache,
             ..
         } = scratch;
-        cache.claim(self);
-        self.initial_parts(piece, starts);
-        starts.push(piece.len() as u32);
         parts.clear();
         for k in 0..starts.len() - 1 {
             let rank = match starts.get(k + 2) {
@@ -317,6 +324,7 @@ impl Ranks {
     #[inline(always)]
     fn merge_heap_here(&self, piece: &[u8], scratch: &mut Scratch) -> usize {
         let n = piece.len();
+        self.start_merge(piece, scratch);
         let Scratch {
             end,
             pair,
@@ -325,9 +333,6 @@ impl Ranks {
             starts,
             ..
         } = scratch;
-        cache.claim(self);
-        self.initial_parts(piece, starts);
-        starts.push(n as u32);
         // Parts are identified by their start. end[s] is the end of the part starting at s
         // (0 when s is not a part start) and pair[s] the rank of merging it with the next part.
         // The part before s is found by walking back to the nearest start: at most a token's

@@ -455,6 +455,76 @@ pub fn check_summarized(
     Ok(())
 }
 
+/// A generated run of `summarize --engine extractive --force`: a document and the flags it is
+/// summarized with.
+#[derive(Clone, Debug)]
+pub struct SummarizeCase {
+    pub value: Value,
+    pub dialect: Dialect,
+    /// `--keep-recent`.
+    pub keep_recent: usize,
+    /// `--no-keep-task`.
+    pub no_keep_task: bool,
+    /// `--summary-role user`.
+    pub user_role: bool,
+}
+
+pub fn summarize_case() -> impl Strategy<Value = SummarizeCase> {
+    (
+        document(),
+        0usize..8,
+        proptest::bool::weighted(0.3),
+        proptest::bool::weighted(0.3),
+    )
+        .prop_map(
+            |((value, dialect), keep_recent, no_keep_task, user_role)| SummarizeCase {
+                value,
+                dialect,
+                keep_recent,
+                no_keep_task,
+                user_role,
+            },
+        )
+}
+
+/// What the extractive summarizer promises on `case`, through the library or the binary:
+/// `run(value, passthrough)` summarizes a document with the case's flags (and `--on-error
+/// passthrough` when asked), giving its output `O`, which `value_of` reads back, or the message
+/// of the summarizer's failure (exit 4). It fails only when no summary can be smaller than the
+/// few tokens it would replace, and the document is then unchanged with `--on-error
+/// passthrough`; otherwise the output keeps what [`check_summarized`] checks, and a second run
+/// finds nothing new to summarize. Gives the input and output documents when it summarized.
+pub fn check_extractive_summary<O: PartialEq + std::fmt::Debug>(
+    case: &SummarizeCase,
+    value_of: impl Fn(&O) -> Value,
+    mut run: impl FnMut(&Value, bool) -> Result<Result<O, String>, TestCaseError>,
+) -> Result<Option<(Document, Document)>, TestCaseError> {
+    let input = parse(case.value.clone(), case.dialect);
+    let out = match run(&case.value, false)? {
+        Ok(out) => out,
+        Err(message) => {
+            // Only when no summary can be smaller than the few tokens it would replace; with
+            // --on-error passthrough the document is then unchanged.
+            prop_assert!(
+                message.contains("a summary must be smaller than"),
+                "{}",
+                message
+            );
+            let out = run(&case.value, true)?;
+            prop_assert!(out.is_ok(), "{:?}", out);
+            prop_assert_eq!(value_of(out.as_ref().unwrap()), case.value.clone());
+            return Ok(None);
+        }
+    };
+    let out_value = value_of(&out);
+    let out_doc = parse(out_value.clone(), case.dialect);
+    check_summarized(&input, &out_doc, case.keep_recent)?;
+    // A second run with the same options finds nothing new to summarize.
+    let again = run(&out_value, false)?;
+    prop_assert_eq!(again, Ok(out));
+    Ok(Some((input, out_doc)))
+}
+
 /// Every JSON file of the corpus of real conversations (tests/corpus).
 pub fn corpus_files() -> Vec<PathBuf> {
     let mut out = Vec::new();

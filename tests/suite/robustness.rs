@@ -136,6 +136,14 @@ impl Run {
         self.code.expect("exited normally")
     }
 
+    /// Panics unless the run meets the robustness contract and ends in one input error: exit 2
+    /// and exactly one error line, which `says` accepts.
+    fn assert_input_error(&self, says: impl FnOnce(&str) -> bool) {
+        self.assert_robust();
+        assert_eq!(self.code(), 2, "{}", self.context());
+        assert!(says(self.one_error()), "{}", self.context());
+    }
+
     /// The one error line of the run (fails unless there is exactly one).
     fn one_error(&self) -> &str {
         let errors = self.errors();
@@ -1385,24 +1393,28 @@ fn a_megabyte_of_one_letter_or_digit() {
 /// one thread.
 fn ctx_within(limit: usize, args: &[&str], input: Vec<u8>) -> Run {
     let what = format!("ctx {} -j 1 (ulimit -v {} KB)", args.join(" "), limit >> 10);
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v {} && exec \"$0\" \"$@\" -j 1",
-            limit >> 10
-        ))
+    let mut child = limited(limit >> 10, args, " -j 1")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    let writer = feed(&mut child, input);
+    collect(child, Some(writer), what)
+}
+
+/// `sh` running `ctx ARGS` and then `tail` in an address space of at most `kb` KiB (`ulimit
+/// -v`), with stdout and stderr piped.
+fn limited(kb: usize, args: &[&str], tail: &str) -> Command {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kb} && exec \"$0\" \"$@\"{tail}"))
         .arg(env!("CARGO_BIN_EXE_ctx"))
         .args(args)
         .env_remove("CTX_MODEL")
         .env_remove("CTX_PROFILE")
         .env_remove("RUST_BACKTRACE")
-        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sh");
-    let writer = feed(&mut child, input);
-    collect(child, Some(writer), what)
+        .stderr(Stdio::piped());
+    cmd
 }
 
 /// SPEC §6: peak memory at most 3× the document plus 30 MB, for single-message documents of one
@@ -1514,10 +1526,8 @@ fn a_failing_document_between_over_budget_documents_keeps_the_most_severe_code()
     let big = json!([user(json!("word ".repeat(200)))]);
     let input = jsonl([&big, &json!(1), &big]);
     let run = ctx(&["count", "-c", "--budget", "10"], input);
-    run.assert_robust();
-    assert_eq!(run.code(), 2, "{}", run.context());
+    run.assert_input_error(|_| true);
     assert_eq!(run.docs().len(), 2, "{}", run.context());
-    assert_eq!(run.errors().len(), 1, "{}", run.context());
 }
 
 /// Each input is broken JSON (or not UTF-8): exit 2 with one error line naming the broken
@@ -1676,16 +1686,7 @@ enum Stdin {
 /// test) if it does not end within [`TIMEOUT`].
 fn bounded(args: &[&str], stdin: Stdin) -> Run {
     let what = format!("ctx {}", args.join(" "));
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg("ulimit -v 2097152 && exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_ctx"))
-        .args(args)
-        .env_remove("CTX_MODEL")
-        .env_remove("CTX_PROFILE")
-        .env_remove("RUST_BACKTRACE")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = limited(2 << 20, args, "");
     match &stdin {
         Stdin::Device(path) => cmd.stdin(std::fs::File::open(path).expect("open the device")),
         _ => cmd.stdin(Stdio::piped()),
@@ -1718,15 +1719,10 @@ fn empty_input_is_an_input_error() {
             &["truncate", "--budget", "100"][..],
         ] {
             let run = ctx(args, input);
-            run.assert_robust();
-            assert_eq!(run.code(), 2, "{input:?}\n{}", run.context());
-            assert!(run.stdout.is_empty(), "{}", run.context());
-            let error = run.one_error();
-            assert!(
-                error.starts_with("ctx: stdin: ") && error.contains("no JSON document"),
-                "{}",
-                run.context()
-            );
+            run.assert_input_error(|e| {
+                e.starts_with("ctx: stdin: ") && e.contains("no JSON document")
+            });
+            assert!(run.stdout.is_empty(), "{input:?}\n{}", run.context());
         }
     }
     let dir = TempDir::new("empty");
@@ -1842,15 +1838,9 @@ fn lone_surrogate_escapes_are_named() {
     ] {
         let input = format!("[{{\"role\": \"user\", \"content\": \"{content}\"}}]\n");
         let run = ctx(&["count"], input);
-        run.assert_robust();
-        assert_eq!(run.code(), 2, "{}", run.context());
-        let error = run.one_error();
-        assert!(
-            error.contains(&format!("lone surrogate escape {escape}"))
-                && error.contains("at line 1 column"),
-            "{}",
-            run.context()
-        );
+        run.assert_input_error(|e| {
+            e.contains(&format!("lone surrogate escape {escape}")) && e.contains("at line 1 column")
+        });
     }
 }
 
@@ -1896,17 +1886,10 @@ fn a_document_over_the_input_limit_is_an_input_error() {
     let big = jsonl([&json!([user(json!("x".repeat(4000)))])]);
     let input = [small.clone(), big.clone(), small.clone()].concat();
     let run = ctx(&["count", "-c", "--max-input-size", "1K"], input.clone());
-    run.assert_robust();
-    assert_eq!(run.code(), 2, "{}", run.context());
+    run.assert_input_error(|e| {
+        e.starts_with("ctx: document 1: ") && e.contains("1 KiB") && e.contains("--max-input-size")
+    });
     assert_eq!(run.docs().len(), 1, "{}", run.context());
-    let error = run.one_error();
-    assert!(
-        error.starts_with("ctx: document 1: ")
-            && error.contains("1 KiB")
-            && error.contains("--max-input-size"),
-        "{}",
-        run.context()
-    );
     for limit in ["1M", "4097", "64m", "1GiB"] {
         let run = ctx(&["count", "-c", "--max-input-size", limit], input.clone());
         assert_eq!(run.code(), 0, "{}", run.context());
@@ -1938,9 +1921,7 @@ fn a_document_over_the_input_limit_is_an_input_error() {
     assert!(run.errors()[0].contains("--tools"), "{}", run.context());
     for bad in ["0", "lots", "12Q", "99999999999999G"] {
         let run = ctx(&["count", "--max-input-size", bad], small.clone());
-        run.assert_robust();
-        assert_eq!(run.code(), 2, "{}", run.context());
-        assert_eq!(run.errors().len(), 1, "{}", run.context());
+        run.assert_input_error(|_| true);
     }
 }
 
@@ -1954,11 +1935,8 @@ fn dev_zero_on_stdin_ends_at_once() {
             &["fit", "-j", jobs, "--budget", "1000"][..],
         ] {
             let run = bounded(args, Stdin::Device("/dev/zero"));
-            run.assert_robust();
-            assert_eq!(run.code(), 2, "{}", run.context());
+            run.assert_input_error(|e| e.contains("NUL"));
             assert!(run.stdout.is_empty(), "{}", run.context());
-            let error = run.one_error();
-            assert!(error.contains("NUL"), "{}", run.context());
         }
     }
 }
@@ -1981,10 +1959,7 @@ fn a_document_that_never_ends_stops_at_the_limit() {
                 &["count", "-j", jobs, "--max-input-size", "8M"],
                 Stdin::Endless(prefix.to_vec(), unit.to_vec()),
             );
-            run.assert_robust();
-            assert_eq!(run.code(), 2, "{}", run.context());
-            let error = run.one_error();
-            assert!(error.contains("8 MiB"), "{}", run.context());
+            run.assert_input_error(|e| e.contains("8 MiB"));
         }
     }
 }
@@ -2008,16 +1983,11 @@ fn flag_files_are_read_with_a_bound() {
         ][..],
     ] {
         let run = bounded(args, Stdin::Bytes(doc.clone()));
-        run.assert_robust();
-        assert_eq!(run.code(), 2, "{}", run.context());
-        let error = run.one_error();
         // Refused for what it is (binary, not text), not after filling the memory.
-        assert!(
-            error.starts_with(&format!("ctx: {} /dev/", args[args.len() - 2]))
-                && (error.contains("NUL") || error.contains("UTF-8")),
-            "{}",
-            run.context()
-        );
+        run.assert_input_error(|e| {
+            e.starts_with(&format!("ctx: {} /dev/", args[args.len() - 2]))
+                && (e.contains("NUL") || e.contains("UTF-8"))
+        });
     }
     // A pipe that never ends stops at the limit.
     for flag in ["--tools", "--prompt-file", "--summary-file"] {
@@ -2033,15 +2003,9 @@ fn flag_files_are_read_with_a_bound() {
             ],
             Stdin::Endless(b"[\"".to_vec(), b"text ".to_vec()),
         );
-        run.assert_robust();
-        assert_eq!(run.code(), 2, "{}", run.context());
-        let error = run.one_error();
-        assert!(
-            error.starts_with(&format!("ctx: {flag} /dev/stdin: "))
-                && error.contains("--max-input-size"),
-            "{}",
-            run.context()
-        );
+        run.assert_input_error(|e| {
+            e.starts_with(&format!("ctx: {flag} /dev/stdin: ")) && e.contains("--max-input-size")
+        });
     }
     // Tools from a pipe (here stdin), the conversation from a file.
     let dir = TempDir::new("flag-files");
@@ -2071,28 +2035,21 @@ fn a_syntax_error_stops_reading_its_input() {
             &["count", "-c", "-j", jobs],
             Stdin::Endless(Vec::new(), b"y\n".to_vec()),
         );
-        run.assert_robust();
-        assert_eq!(run.code(), 2, "{}", run.context());
-        assert_eq!(run.errors().len(), 1, "{}", run.context());
+        run.assert_input_error(|_| true);
         // Documents that are delimited but do not parse: only the parser sees the error.
         let run = bounded(
             &["count", "-c", "-j", jobs],
             Stdin::Endless(first.clone(), b"[1,, 2]\n".to_vec()),
         );
-        run.assert_robust();
-        assert_eq!(run.code(), 2, "{}", run.context());
+        run.assert_input_error(|_| true);
         assert_eq!(run.docs().len(), 1, "{}", run.context());
-        assert_eq!(run.errors().len(), 1, "{}", run.context());
         // The next input is read after stdin's stream ended.
         let run = bounded(
             &["count", "-c", "-j", jobs, "-", &good],
             Stdin::Endless(first.clone(), b"{\"a\": nope}\n".to_vec()),
         );
-        run.assert_robust();
-        assert_eq!(run.code(), 2, "{}", run.context());
+        run.assert_input_error(|e| e.starts_with("ctx: document 1: "));
         assert_eq!(run.docs().len(), 2, "{}", run.context());
-        let error = run.one_error();
-        assert!(error.starts_with("ctx: document 1: "), "{}", run.context());
     }
 }
 
@@ -2110,9 +2067,7 @@ fn any_jobs_value_is_handled() {
         assert_eq!(run.stdout, want.stdout, "{}", run.context());
     }
     let run = ctx(&["count", "-j", "99999999999999999999999"], input);
-    run.assert_robust();
-    assert_eq!(run.code(), 2, "{}", run.context());
-    assert_eq!(run.errors().len(), 1, "{}", run.context());
+    run.assert_input_error(|_| true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2359,6 +2314,34 @@ mod library {
         Value::Object(o)
     }
 
+    /// An object of the `extra` fields and of each of `fields` whose strategy gives a value: each
+    /// field named once, beside the strategy of its value.
+    fn object_of(
+        fields: Vec<(&'static str, BoxedStrategy<Option<Value>>)>,
+        extra: impl Strategy<Value = Vec<(String, Value)>>,
+    ) -> impl Strategy<Value = Value> {
+        let (names, values): (Vec<_>, Vec<_>) = fields.into_iter().unzip();
+        (values, extra).prop_map(move |(values, extra)| {
+            object(
+                names.iter().map(|n| n.to_string()).zip(values).collect(),
+                extra,
+            )
+        })
+    }
+
+    /// A field of [`object_of`]: its name and the strategy of its value (`None`: absent).
+    fn field(
+        name: &'static str,
+        value: impl Strategy<Value = Option<Value>> + 'static,
+    ) -> (&'static str, BoxedStrategy<Option<Value>>) {
+        (name, value.boxed())
+    }
+
+    /// No extra fields, for [`object_of`].
+    fn no_extras() -> Just<Vec<(String, Value)>> {
+        Just(Vec::new())
+    }
+
     fn extras() -> impl Strategy<Value = Vec<(String, Value)>> {
         proptest::collection::vec((key(), json_value()), 0..2)
     }
@@ -2375,34 +2358,36 @@ mod library {
     fn image_url() -> impl Strategy<Value = Value> {
         prop_oneof![
             string().prop_map(Value::String),
-            (
-                mostly(string().prop_map(Value::String)),
-                proptest::option::of(str_from(&["low", "high", "auto"]))
-            )
-                .prop_map(|(url, detail)| object(
-                    vec![("url".into(), Some(url)), ("detail".into(), detail)],
-                    vec![]
-                )),
+            object_of(
+                vec![
+                    field(
+                        "url",
+                        mostly(string().prop_map(Value::String)).prop_map(Some)
+                    ),
+                    field(
+                        "detail",
+                        proptest::option::of(str_from(&["low", "high", "auto"]))
+                    ),
+                ],
+                no_extras()
+            ),
         ]
     }
 
     fn source() -> impl Strategy<Value = Value> {
-        (
-            proptest::option::of(str_from(&["base64", "url", "file", "text"])),
-            proptest::option::of(mostly(string().prop_map(Value::String))),
-            proptest::option::of(mostly(string().prop_map(Value::String))),
+        let text = || proptest::option::of(mostly(string().prop_map(Value::String)));
+        object_of(
+            vec![
+                field(
+                    "type",
+                    proptest::option::of(str_from(&["base64", "url", "file", "text"])),
+                ),
+                field("data", text()),
+                field("url", text()),
+                field("media_type", Just(Some(json!("image/png")))),
+            ],
+            no_extras(),
         )
-            .prop_map(|(ty, data, url)| {
-                object(
-                    vec![
-                        ("type".into(), ty),
-                        ("data".into(), data),
-                        ("url".into(), url),
-                        ("media_type".into(), Some(json!("image/png"))),
-                    ],
-                    vec![],
-                )
-            })
     }
 
     /// A content part or block of any dialect, with fields that may be missing or odd.
@@ -2466,32 +2451,30 @@ mod library {
     }
 
     fn tool_call() -> impl Strategy<Value = Value> {
-        (
-            proptest::option::weighted(0.9, str_from(IDS)),
-            proptest::option::weighted(0.9, str_from(&["function"])),
-            proptest::option::weighted(
-                0.9,
-                mostly(
-                    (
-                        proptest::option::of(str_from(&["f", "search", "run"])),
-                        proptest::option::of(arguments()),
-                    )
-                        .prop_map(|(n, a)| {
-                            object(vec![("name".into(), n), ("arguments".into(), a)], vec![])
-                        }),
+        let function = object_of(
+            vec![
+                field(
+                    "name",
+                    proptest::option::of(str_from(&["f", "search", "run"])),
                 ),
-            ),
+                field("arguments", proptest::option::of(arguments())),
+            ],
+            no_extras(),
+        );
+        object_of(
+            vec![
+                field("id", proptest::option::weighted(0.9, str_from(IDS))),
+                field(
+                    "type",
+                    proptest::option::weighted(0.9, str_from(&["function"])),
+                ),
+                field(
+                    "function",
+                    proptest::option::weighted(0.9, mostly(function)),
+                ),
+            ],
+            no_extras(),
         )
-            .prop_map(|(id, ty, f)| {
-                object(
-                    vec![
-                        ("id".into(), id),
-                        ("type".into(), ty),
-                        ("function".into(), f),
-                    ],
-                    vec![],
-                )
-            })
     }
 
     fn tool_calls() -> impl Strategy<Value = Option<Value>> {
@@ -2505,56 +2488,46 @@ mod library {
 
     /// A message-like object: role, content, tool calls, tool_call_id and the odd extra.
     pub fn message() -> BoxedStrategy<Value> {
-        (
-            proptest::option::weighted(0.95, str_from(ROLES)),
-            content(),
-            tool_calls(),
-            proptest::option::weighted(0.3, str_from(IDS)),
-            proptest::option::weighted(
-                0.1,
-                mostly(tool_call().prop_map(|c| c["function"].clone())),
-            ),
-            proptest::option::weighted(0.2, string().prop_map(Value::String)),
+        let function_call = mostly(tool_call().prop_map(|c| c["function"].clone()));
+        object_of(
+            vec![
+                field("role", proptest::option::weighted(0.95, str_from(ROLES))),
+                field("content", content()),
+                field("tool_calls", tool_calls()),
+                field(
+                    "tool_call_id",
+                    proptest::option::weighted(0.3, str_from(IDS)),
+                ),
+                field(
+                    "function_call",
+                    proptest::option::weighted(0.1, function_call),
+                ),
+                field(
+                    "name",
+                    proptest::option::weighted(0.2, string().prop_map(Value::String)),
+                ),
+            ],
             extras(),
         )
-            .prop_map(|(role, content, calls, tcid, fc, name, extra)| {
-                object(
-                    vec![
-                        ("role".into(), role),
-                        ("content".into(), content),
-                        ("tool_calls".into(), calls),
-                        ("tool_call_id".into(), tcid),
-                        ("function_call".into(), fc),
-                        ("name".into(), name),
-                    ],
-                    extra,
-                )
-            })
-            .boxed()
+        .boxed()
     }
 
     fn tool_definition() -> impl Strategy<Value = Value> {
-        let property = (
-            proptest::option::of(mostly(str_from(&["string", "integer", "object", "array"]))),
-            proptest::option::of(string().prop_map(Value::String)),
-            proptest::option::of(mostly(
-                proptest::collection::vec(json_value(), 0..4).prop_map(Value::Array),
-            )),
-            proptest::option::weighted(0.2, json_value()),
-            proptest::option::weighted(0.2, json_value()),
-        )
-            .prop_map(|(ty, d, e, p, i)| {
-                object(
-                    vec![
-                        ("type".into(), ty),
-                        ("description".into(), d),
-                        ("enum".into(), e),
-                        ("properties".into(), p),
-                        ("items".into(), i),
-                    ],
-                    vec![],
-                )
-            });
+        let types = str_from(&["string", "integer", "object", "array"]);
+        let values = proptest::collection::vec(json_value(), 0..4).prop_map(Value::Array);
+        let property = object_of(
+            vec![
+                field("type", proptest::option::of(mostly(types))),
+                field(
+                    "description",
+                    proptest::option::of(string().prop_map(Value::String)),
+                ),
+                field("enum", proptest::option::of(mostly(values))),
+                field("properties", proptest::option::weighted(0.2, json_value())),
+                field("items", proptest::option::weighted(0.2, json_value())),
+            ],
+            no_extras(),
+        );
         let props = proptest::collection::vec((key(), mostly(property)), 0..4)
             .prop_map(|kv| Value::Object(kv.into_iter().collect()));
         (
@@ -2582,39 +2555,27 @@ mod library {
     /// Documents biased toward what ctx expects: message arrays and request bodies.
     pub fn document() -> impl Strategy<Value = Value> {
         let messages = proptest::collection::vec(message(), 0..8);
-        let body = (
-            proptest::option::of(str_from(MODELS)),
-            proptest::collection::vec(message(), 0..8),
-            proptest::option::weighted(
-                0.3,
-                prop_oneof![
-                    string().prop_map(Value::String),
-                    proptest::collection::vec(part(), 0..3).prop_map(Value::Array),
-                    json_value()
-                ],
-            ),
-            proptest::option::weighted(
-                0.3,
-                mostly(proptest::collection::vec(tool_definition(), 0..3).prop_map(Value::Array)),
-            ),
-            proptest::option::weighted(
-                0.1,
-                mostly(proptest::collection::vec(tool_definition(), 0..2).prop_map(Value::Array)),
-            ),
+        let system = prop_oneof![
+            string().prop_map(Value::String),
+            proptest::collection::vec(part(), 0..3).prop_map(Value::Array),
+            json_value()
+        ];
+        let tools = |most| {
+            mostly(proptest::collection::vec(tool_definition(), 0..most).prop_map(Value::Array))
+        };
+        let body = object_of(
+            vec![
+                field("model", proptest::option::of(str_from(MODELS))),
+                field(
+                    "messages",
+                    messages.clone().prop_map(|m| Some(Value::Array(m))),
+                ),
+                field("system", proptest::option::weighted(0.3, system)),
+                field("tools", proptest::option::weighted(0.3, tools(3))),
+                field("functions", proptest::option::weighted(0.1, tools(2))),
+            ],
             extras(),
-        )
-            .prop_map(|(model, msgs, system, tools, functions, extra)| {
-                object(
-                    vec![
-                        ("model".into(), model),
-                        ("messages".into(), Some(Value::Array(msgs))),
-                        ("system".into(), system),
-                        ("tools".into(), tools),
-                        ("functions".into(), functions),
-                    ],
-                    extra,
-                )
-            });
+        );
         prop_oneof![
             4 => messages.prop_map(Value::Array),
             3 => body,

@@ -11,8 +11,6 @@ use isolated::Run;
 use scripted::{Reply, Seen, Server, closed_port, ok, rate_limited, redirect};
 use serde_json::{Value, json};
 
-use crate::common;
-
 fn fail500(body: &str) -> Reply {
     Reply::Send(500, vec![], body.to_string())
 }
@@ -970,8 +968,9 @@ fn fit_with_a_long_llm_reply_succeeds_where_plain_fit_does() {
 }
 
 mod invariants {
-    use super::common::*;
     use super::*;
+    use crate::common::cases;
+    use crate::summarize::case;
     use proptest::prelude::*;
 
     proptest! {
@@ -979,29 +978,16 @@ mod invariants {
 
         /// With the llm engine against the test server, summarize keeps SPEC §2's invariants.
         #[test]
-        fn llm_summaries_keep_the_invariants(
-            (value, dialect) in document(),
-            keep_recent in 1usize..8,
-        ) {
+        fn llm_summaries_keep_the_invariants(case in case(1..8)) {
             let server = Server::start((0..8).map(|_| ok("Summary: the agent read files and ran tests.")).collect());
-            let k = keep_recent.to_string();
-            let fmt = dialect.name();
-            let run = summarize(&server.base(), &["--keep-recent", &k, "--format", fmt, "-c", "-q"], &[], &value.to_string());
+            let run = case.run(&summarize_args(&server.base(), &[]));
             if run.code == 4 && run.stderr.contains("a summary must be smaller than") {
                 // No summary is smaller than the few tokens it would replace: --on-error fail.
                 prop_assert!(server.seen().is_empty(), "the endpoint was called for nothing");
                 return Ok(());
             }
             prop_assert_eq!(run.code, 0, "{}", run.stderr);
-            let input = parse(value, dialect);
-            let out = parse(serde_json::from_str(&run.stdout).unwrap(), dialect);
-            assert_invariants(&input, &out, &[], |_, _| false, is_summary)?;
-            prop_assert!(error_count(&out) <= error_count(&input));
-            let n = input.messages().len();
-            let m = out.messages().len();
-            let kept = keep_recent.min(n);
-            prop_assert_eq!(&input.messages()[n - kept..], &out.messages()[m - kept..]);
-            prop_assert!(out.messages().iter().filter(|m| is_summary(m)).count() <= 1);
+            case.check(&run.stdout)?;
         }
     }
 }
