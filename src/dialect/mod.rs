@@ -215,6 +215,12 @@ impl Dialect {
         rules!(self, R => R::is_message(m))
     }
 
+    /// The messages as chat messages, one for one, when they are of another shape (see
+    /// [`Rules::chat_view`]).
+    pub fn chat_view(self, messages: &[Value]) -> Option<Vec<Value>> {
+        rules!(self, R => R::chat_view(messages))
+    }
+
     /// Where `check` points at a result whose id matches no call.
     pub fn result_id_at(self, r: &ToolResult) -> String {
         rules!(self, R => R::result_id_at(r))
@@ -318,6 +324,12 @@ pub trait Rules {
     /// Whether an element of the messages is a message (with a role and content).
     fn is_message(_m: &Value) -> bool {
         true
+    }
+
+    /// The messages as Chat Completions messages, one for one, for the readers that summarize
+    /// a conversation, when they are of another shape (`None`: they are chat messages).
+    fn chat_view(_messages: &[Value]) -> Option<Vec<Value>> {
+        None
     }
 }
 

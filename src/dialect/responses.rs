@@ -243,6 +243,79 @@ pub fn item_measure(m: &Value) -> Option<ItemMeasure<'_>> {
     })
 }
 
+/// Items as Chat Completions messages, one for one (so that indices stay valid), for the
+/// readers that summarize a conversation: each run of model items becomes one assistant message
+/// at its first item (the texts of its messages, the calls of its client calls as `tool_calls`),
+/// its other items empty objects; an output a `tool` message with its text; messages stay as
+/// they are; anything else an empty object (reasoning, compaction, references: nothing to read).
+pub fn chat_view(items: &[Value]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(items.len());
+    // The index of the assistant message of the turn being read.
+    let mut turn: Option<usize> = None;
+    for m in items {
+        let ty = item_type(m);
+        let model = match ty {
+            ItemType::Message => str_field(m, "role") == Some("assistant"),
+            ItemType::Known(item) => matches!(
+                item.kind,
+                ItemKind::Call { .. } | ItemKind::Hosted | ItemKind::Reasoning
+            ),
+            _ => false,
+        };
+        if !model {
+            turn = None;
+            out.push(match ty {
+                ItemType::Message => m.clone(),
+                ItemType::Known(Item {
+                    kind: ItemKind::Output { id, out: key },
+                    ..
+                }) => json!({
+                    "role": "tool",
+                    "tool_call_id": m.field(id),
+                    "content": super::text_of(m.field(&key[1..]).unwrap_or(&Value::Null), None),
+                }),
+                _ => json!({}),
+            });
+            continue;
+        }
+        let at = match turn {
+            Some(at) => {
+                out.push(json!({}));
+                at
+            }
+            None => {
+                out.push(json!({"role": "assistant", "content": "", "tool_calls": []}));
+                *turn.insert(out.len() - 1)
+            }
+        };
+        let mut calls = Vec::new();
+        Responses::message_calls(m, &mut calls);
+        let calls = calls.iter().filter(|c| !c.server).map(|c| {
+            let args = match c.args {
+                Some(Value::String(s)) if c.encoded => s.clone(),
+                Some(v) => v.to_string(),
+                None => String::new(),
+            };
+            json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
+        });
+        let merged = &mut out[at];
+        if let Some(list) = merged["tool_calls"].as_array_mut() {
+            list.extend(calls);
+        }
+        if ty == ItemType::Message {
+            let text = super::text_of(m.field("content").unwrap_or(&Value::Null), None);
+            if !text.is_empty() {
+                let joined = match merged["content"].as_str() {
+                    Some("") | None => text.into_owned(),
+                    Some(before) => format!("{before}\n{text}"),
+                };
+                merged["content"] = Value::String(joined);
+            }
+        }
+    }
+    out
+}
+
 /// The output of a client call (a string, or parts), by its item.
 fn output_of(m: &Value) -> Option<&Value> {
     m.field("output")
@@ -575,5 +648,131 @@ impl Rules for Responses {
     /// message without one).
     fn is_message(m: &Value) -> bool {
         matches!(item_type(m), ItemType::Message | ItemType::Untyped)
+    }
+
+    fn chat_view(items: &[Value]) -> Option<Vec<Value>> {
+        Some(chat_view(items))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{Conversation, UnitKind};
+    use crate::dialect::Dialect;
+
+    fn items() -> Vec<Value> {
+        vec![
+            json!({"type": "message", "role": "developer", "content": "be brief"}),
+            json!({"role": "user", "content": [{"type": "input_text", "text": "fix it"}]}),
+            json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA"}),
+            json!({"type": "function_call", "call_id": "a", "name": "read", "arguments": "{\"path\":\"x.rs\"}"}),
+            json!({"type": "custom_tool_call", "call_id": "b", "name": "apply_patch", "input": "*** Begin Patch"}),
+            json!({"type": "function_call_output", "call_id": "a", "output": "fn main() {}"}),
+            json!({"type": "custom_tool_call_output", "call_id": "b", "output": [{"type": "input_text", "text": "done"}]}),
+            json!({"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}}),
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Fixed x.rs."}]}),
+            json!({"type": "compaction", "encrypted_content": "gAAAA"}),
+            json!({"id": "msg_1"}),
+            json!({"type": "hologram", "beam": "on"}),
+        ]
+    }
+
+    /// Parallel calls, their outputs and the reasoning before them are one unit; a hosted call
+    /// and the message after it another; compaction, references and unknown items are kept.
+    #[test]
+    fn a_turn_is_its_reasoning_calls_and_outputs() {
+        let conv = Conversation::new(&items(), Dialect::Responses);
+        let units: Vec<(UnitKind, usize, usize)> = conv
+            .units
+            .iter()
+            .map(|u| (u.kind, u.start, u.end))
+            .collect();
+        assert_eq!(
+            units,
+            [
+                (UnitKind::System, 0, 1),
+                (UnitKind::Single, 1, 2),
+                (UnitKind::ToolExchange, 2, 7),
+                (UnitKind::ToolExchange, 7, 9),
+                (UnitKind::System, 9, 10),
+                (UnitKind::Single, 10, 11),
+                (UnitKind::Single, 11, 12),
+            ]
+        );
+        let results: Vec<_> = conv.messages[5..7]
+            .iter()
+            .map(|m| m.results[0].answers.map(|c| c.message))
+            .collect();
+        assert_eq!(results, [Some(3), Some(4)]);
+        let pinned = conv.pinned_units(&Default::default()).unwrap();
+        assert_eq!(pinned, [true, true, false, false, true, true, true]);
+        assert_eq!(conv.compacted, Some(4));
+    }
+
+    #[test]
+    fn items_are_typed_with_or_without_type() {
+        let all = items();
+        let kinds: Vec<String> = all
+            .iter()
+            .map(|m| match item_type(m) {
+                ItemType::Message => "message".into(),
+                ItemType::Known(i) => i.ty.into(),
+                ItemType::Unknown(t) => format!("unknown {t}"),
+                ItemType::Untyped => "untyped".into(),
+            })
+            .collect();
+        assert_eq!(kinds[10], "item_reference");
+        assert_eq!(kinds[11], "unknown hologram");
+        assert_eq!(item_type(&json!({"content": "x"})), ItemType::Untyped);
+        let server = json!({"type": "tool_search_call", "execution": "server", "arguments": {}});
+        assert!(matches!(
+            item_type(&server),
+            ItemType::Known(Item {
+                kind: ItemKind::Hosted,
+                ..
+            })
+        ));
+    }
+
+    /// The readers see a turn as one assistant message with its calls, at the turn's first item.
+    #[test]
+    fn the_chat_view_keeps_indices_and_merges_a_turn() {
+        let all = items();
+        let view = chat_view(&all);
+        assert_eq!(view.len(), all.len());
+        assert_eq!(view[2]["role"], "assistant");
+        let calls: Vec<&str> = view[2]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(calls, ["read", "apply_patch"]);
+        assert_eq!(
+            view[2]["tool_calls"][0]["function"]["arguments"],
+            "{\"path\":\"x.rs\"}"
+        );
+        assert_eq!(view[3], json!({}));
+        assert_eq!(
+            view[5],
+            json!({"role": "tool", "tool_call_id": "a", "content": "fn main() {}"})
+        );
+        assert_eq!(view[6]["content"], "done");
+        assert_eq!(view[7]["content"], "Fixed x.rs.");
+        assert_eq!(view[9], json!({}));
+    }
+
+    /// A reasoning item is dropped whole by the operations, never emptied in place.
+    #[test]
+    fn reasoning_is_an_item_of_its_own() {
+        let mut r = items()[2].clone();
+        assert!(Responses::has_reasoning(&r));
+        assert!(!Responses::drop_reasoning(&mut r));
+        assert_eq!(r, items()[2]);
+        assert_eq!(
+            Responses::text_message("developer", "s"),
+            json!({"type": "message", "role": "developer", "content": "s"})
+        );
     }
 }

@@ -309,6 +309,9 @@ impl Summarizer {
         task: crate::extractive::Task,
         context: &[&Value],
     ) -> Result<(String, bool)> {
+        // The readers read chat messages: other shapes are read through their chat view.
+        let view = dialect.chat_view(selected);
+        let selected = view.as_deref().unwrap_or(selected);
         match &self.source {
             Source::File(t) => Ok((t.clone(), false)),
             Source::Llm(llm) => llm.summary(

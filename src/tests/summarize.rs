@@ -128,3 +128,34 @@ proptest! {
         check_range_and_task(&input, &out, keep_recent, no_keep_task, user_summaries)?;
     }
 }
+
+/// The ledger of a Responses session is the ledger of the same session in Chat Completions: the
+/// reader sees each turn's calls and outputs through the dialect's chat view (the files, commands,
+/// tests and errors of `fit_agent.json`, which `responses_agent.json` holds as Responses items).
+#[test]
+fn a_responses_session_is_summarized_as_its_chat_twin() {
+    let summary = |file: &str, dialect: Dialect| -> String {
+        let doc = Document::parse(read_json(std::path::Path::new(file)), Some(dialect)).unwrap();
+        let out = run(&doc, 4, false, false, OnError::Fail).unwrap();
+        let text = out
+            .messages()
+            .iter()
+            .find_map(|m| {
+                m["content"]
+                    .as_str()
+                    .filter(|t| t.starts_with("[ctx summary of "))
+            })
+            .expect("a summary")
+            .to_string();
+        // The header counts messages, and a Responses turn has more items.
+        text.split_once('\n').unwrap().1.to_string()
+    };
+    let chat = summary("tests/data/fit_agent.json", Dialect::Openai);
+    let responses = summary("tests/data/responses_agent.json", Dialect::Responses);
+    assert!(
+        chat.contains("Actions:\n- read_file(app/durations.py)"),
+        "{chat}"
+    );
+    assert!(chat.contains("Errors:\n- E       ValueError"), "{chat}");
+    assert_eq!(responses, chat);
+}
