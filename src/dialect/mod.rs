@@ -1,6 +1,7 @@
 //! The dialects ctx reads: one module per API that alone knows its message format.
 //!
-//! A dialect module ([`openai`] for Chat Completions, [`anthropic`] for Messages) is one unit
+//! A dialect module ([`openai`] for Chat Completions, [`anthropic`] for Messages, [`responses`]
+//! for the Responses API) is one unit
 //! struct implementing [`Rules`]; [`Dialect`] names the dialects and dispatches each question to
 //! its module with a `match` (no trait objects on the hot paths). Everything else in ctx (the
 //! document recogniser, the conversation model, the counter, check, prune, truncate, summarize,
@@ -34,11 +35,11 @@
 //!
 //! Defaults cover chat-shaped messages (`{"role", "content"}` with a string or a list of parts).
 //! Registering a dialect is a variant of [`Dialect`] (its doc comment is its `--format` help), a
-//! line in the `rules!` macro and an entry in [`Dialect::ALL`]; no operation changes. Two places
-//! outside this layer still assume chat-shaped documents, and are where a dialect of another
-//! shape (the Responses API's `input` items) plugs in: [`crate::document::Document::parse`] finds
-//! the messages under `messages`, and [`crate::counter::Counter::message`] counts a message's own
-//! fields by the chat formula (its parts already go through [`Rules::measure`]).
+//! line in the `rules!` macro and an entry in [`Dialect::ALL`]; no operation changes. A dialect
+//! whose messages are not all chat-shaped (the Responses API's `input` items, [`responses`])
+//! also says which elements are messages ([`Rules::is_message`]), gives the readers a chat view
+//! ([`Rules::chat_view`]), and has its non-message items measured by [`item_measure`];
+//! [`crate::document::Document::parse`] knows where its body keeps them (`input`).
 
 pub mod anthropic;
 mod message;
