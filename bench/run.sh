@@ -3,7 +3,7 @@
 #
 #   bench/run.sh            # everything (builds release binaries, generates inputs once)
 #   RUNS=5 bench/run.sh     # fewer repetitions
-#   bench/run.sh 5 6 7      # only these sections
+#   bench/run.sh 5 6 7      # only these sections (8: Responses bodies)
 #
 # Not run by CI: timings on a shared machine are noisy, so every case is run several times and
 # the median is reported, next to a baseline measured by this same script. Inputs are generated
@@ -164,6 +164,22 @@ if want 6; then
         "$trunc_mb" "$fit_mb" "$limit" "$verdict"
     done
   done
+  echo
+fi
+
+if want 8; then
+  echo "## 8. OpenAI Responses bodies: sections 1 and 3 on the same conversations as Responses items"
+  rc=$DIR/responses_20k.json
+  t_rc=$(median_ms "$CTX" count "$rc")
+  t_cc=$(median_ms "$CTX" count "$DIR/chat_20k.json")
+  echo "input: $(stat -c %s "$rc") bytes, $("$CTX" count --output total "$rc") tokens"
+  echo "ctx count, Responses body:      ${t_rc} ms   (the chat: ${t_cc} ms; target: at most 10 ms)"
+  s=$DIR/responses_session_10k.json
+  echo "session: $(mb "$s") MB, $("$CTX" count --output total "$s") tokens"
+  read -r c1 t_trunc r_trunc < <(paired "$RUNS" "$CTX count $s" "$CTX truncate --budget 100000 $s")
+  read -r c2 t_fit r_fit < <(paired "$RUNS" "$CTX count $s" "$CTX fit --budget 100000 $s")
+  echo "truncate --budget 100000:       ${t_trunc} ms against count ${c1} ms   ratio ${r_trunc}x (target: at most 1.5x)"
+  echo "fit --budget 100000:            ${t_fit} ms against count ${c2} ms   ratio ${r_fit}x (target: at most 1.5x)"
   echo
 fi
 

@@ -9,7 +9,9 @@
 //! one-message document holding a 1 MB run of one character or of whitespace), `run16m_*.json`
 //! and `run64m_*.json` (one-message documents of 16 and 64 MiB that are one run of a letter,
 //! spaces, newlines, digits or a CJK character, for peak memory), and `messages_*.json` (bare
-//! arrays of 1, 100,000 and 1,000,000 tiny messages, for the memory each message costs).
+//! arrays of 1, 100,000 and 1,000,000 tiny messages, for the memory each message costs);
+//! `responses_20k.json` and `responses_session_10k.json` are the first two as OpenAI Responses
+//! bodies (a reasoning item with 1 KB of encrypted content before each turn's calls).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -245,6 +247,34 @@ fn session(r: &mut Rng, messages: usize, result_bytes: usize) -> Value {
     json!({"model": "gpt-4o", "messages": msgs})
 }
 
+/// A chat body as a Responses body: the system message as `instructions`, typed messages, a
+/// reasoning item before each turn's calls, `function_call` and `function_call_output` items.
+fn as_responses(chat: &Value) -> Value {
+    let msgs = chat["messages"].as_array().unwrap();
+    let mut items = Vec::new();
+    for (i, m) in msgs.iter().enumerate().skip(1) {
+        match (m["role"].as_str().unwrap(), m["tool_calls"].as_array()) {
+            ("tool", _) => items.push(json!({"type": "function_call_output",
+                "call_id": m["tool_call_id"], "output": m["content"]})),
+            ("assistant", Some(calls)) => {
+                let blob: String = (0..1024).map(|k| (b'A' + ((i * 7 + k) % 26) as u8) as char).collect();
+                items.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [],
+                    "encrypted_content": format!("gAAAAA{blob}")}));
+                for c in calls {
+                    items.push(json!({"type": "function_call", "call_id": c["id"],
+                        "name": c["function"]["name"], "arguments": c["function"]["arguments"]}));
+                }
+            }
+            (role, _) => {
+                let part = if role == "assistant" { "output_text" } else { "input_text" };
+                items.push(json!({"type": "message", "role": role,
+                    "content": [{"type": part, "text": m["content"]}]}));
+            }
+        }
+    }
+    json!({"model": "gpt-5", "instructions": msgs[0]["content"], "input": items})
+}
+
 fn main() -> std::io::Result<()> {
     let dir = std::env::args()
         .nth(1)
@@ -265,10 +295,18 @@ fn main() -> std::io::Result<()> {
         }
     }
     write("chat_20k.json", &serde_json::to_vec_pretty(&chat).unwrap())?;
+    write(
+        "responses_20k.json",
+        &serde_json::to_vec_pretty(&as_responses(&chat)).unwrap(),
+    )?;
 
     // A 10,000-message agent session.
     let s = session(&mut r, 10_000, 300);
     write("session_10k.json", &serde_json::to_vec(&s).unwrap())?;
+    write(
+        "responses_session_10k.json",
+        &serde_json::to_vec(&as_responses(&s)).unwrap(),
+    )?;
 
     // About 100 MB of JSON Lines: conversations of 10 to 60 messages.
     let mut batch = Vec::with_capacity(105 << 20);
