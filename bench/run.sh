@@ -70,6 +70,25 @@ run_stats() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 mb() { awk -v b="$(stat -c %s "$1")" 'BEGIN {printf "%.1f", b/1048576}'; }
 
+# count_case FILE: times `ctx count FILE` (median, also left in $T_COUNT) and says so with the
+# input's size and tokens.
+count_case() {
+  T_COUNT=$(median_ms "$CTX" count "$1")
+  echo "input: $(stat -c %s "$1") bytes, $("$CTX" count --output total "$1") tokens"
+  echo "ctx count:                         ${T_COUNT} ms   (target: at most 10 ms)"
+}
+
+# session_case FILE: truncate and fit of a long session, each against count on it.
+session_case() {
+  local s=$1 c1 t_trunc r_trunc c2 t_fit r_fit
+  echo "input: $(mb "$s") MB, $("$CTX" count --output total "$s") tokens"
+  echo "(each command alternates with count, $RUNS pairs; ratio: median of the pairs' ratios)"
+  read -r c1 t_trunc r_trunc < <(paired "$RUNS" "$CTX count $s" "$CTX truncate --budget 100000 $s")
+  read -r c2 t_fit r_fit < <(paired "$RUNS" "$CTX count $s" "$CTX fit --budget 100000 $s")
+  echo "truncate --budget 100000:       ${t_trunc} ms against count ${c1} ms   ratio ${r_trunc}x (target: at most 1.5x)"
+  echo "fit --budget 100000:            ${t_fit} ms against count ${c2} ms   ratio ${r_fit}x (target: at most 1.5x)"
+}
+
 echo "machine: $(uname -sm), $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
 echo "ctx: $(git describe --always --dirty 2>/dev/null || echo unknown), runs per case: $RUNS (medians)"
 echo
@@ -77,10 +96,9 @@ echo
 if want 1; then
   echo "## 1. ctx count on a 20 KB chat, whole process"
   chat=$DIR/chat_20k.json
-  t_ctx=$(median_ms "$CTX" count "$chat")
+  count_case "$chat"
+  t_ctx=$T_COUNT
   t_base=$(median_ms "$BASE" chat "$chat")
-  echo "input: $(stat -c %s "$chat") bytes, $("$CTX" count --output total "$chat") tokens"
-  echo "ctx count:                         ${t_ctx} ms   (target: at most 10 ms)"
   echo "baseline, tiktoken-rs (same chat): ${t_base} ms   ratio $(ratio "$t_base" "$t_ctx")x"
   echo "peak memory, ctx count:            $(peak_mb "$CTX" count "$chat") MB"
   echo
@@ -105,13 +123,8 @@ fi
 if want 3; then
   echo "## 3. truncate and fit on a 10,000-message session, against count on it"
   s=$DIR/session_10k.json
-  echo "input: $(mb "$s") MB, $("$CTX" count --output total "$s") tokens"
-  echo "(each command alternates with count, $RUNS pairs; ratio: median of the pairs' ratios)"
-  read -r c1 t_trunc r_trunc < <(paired "$RUNS" "$CTX count $s" "$CTX truncate --budget 100000 $s")
-  read -r c2 t_fit r_fit < <(paired "$RUNS" "$CTX count $s" "$CTX fit --budget 100000 $s")
+  session_case "$s"
   read -r c3 t_fit_tr r_fit_tr < <(paired "$RUNS" "$CTX count $s" "$CTX fit --budget 100000 --stages truncate $s")
-  echo "truncate --budget 100000:       ${t_trunc} ms against count ${c1} ms   ratio ${r_trunc}x (target: at most 1.5x)"
-  echo "fit --budget 100000:            ${t_fit} ms against count ${c2} ms   ratio ${r_fit}x (target: at most 1.5x)"
   echo "fit --stages truncate:          ${t_fit_tr} ms against count ${c3} ms   ratio ${r_fit_tr}x"
   echo "peak memory, fit:               $(peak_mb "$CTX" fit --budget 100000 "$s") MB (target: at most 3 x $(mb "$s") + 30 MB)"
   echo
@@ -169,17 +182,8 @@ fi
 
 if want 8; then
   echo "## 8. OpenAI Responses bodies: sections 1 and 3 on the same conversations as Responses items"
-  rc=$DIR/responses_20k.json
-  t_rc=$(median_ms "$CTX" count "$rc")
-  t_cc=$(median_ms "$CTX" count "$DIR/chat_20k.json")
-  echo "input: $(stat -c %s "$rc") bytes, $("$CTX" count --output total "$rc") tokens"
-  echo "ctx count, Responses body:      ${t_rc} ms   (the chat: ${t_cc} ms; target: at most 10 ms)"
-  s=$DIR/responses_session_10k.json
-  echo "session: $(mb "$s") MB, $("$CTX" count --output total "$s") tokens"
-  read -r c1 t_trunc r_trunc < <(paired "$RUNS" "$CTX count $s" "$CTX truncate --budget 100000 $s")
-  read -r c2 t_fit r_fit < <(paired "$RUNS" "$CTX count $s" "$CTX fit --budget 100000 $s")
-  echo "truncate --budget 100000:       ${t_trunc} ms against count ${c1} ms   ratio ${r_trunc}x (target: at most 1.5x)"
-  echo "fit --budget 100000:            ${t_fit} ms against count ${c2} ms   ratio ${r_fit}x (target: at most 1.5x)"
+  count_case "$DIR/responses_20k.json"
+  session_case "$DIR/responses_session_10k.json"
   echo
 fi
 
