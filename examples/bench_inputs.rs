@@ -257,16 +257,24 @@ fn as_responses(chat: &Value) -> Value {
             ("tool", _) => items.push(json!({"type": "function_call_output",
                 "call_id": m["tool_call_id"], "output": m["content"]})),
             ("assistant", Some(calls)) => {
-                let blob: String = (0..1024).map(|k| (b'A' + ((i * 7 + k) % 26) as u8) as char).collect();
-                items.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [],
-                    "encrypted_content": format!("gAAAAA{blob}")}));
+                let blob: String = (0..1024)
+                    .map(|k| (b'A' + ((i * 7 + k) % 26) as u8) as char)
+                    .collect();
+                items.push(
+                    json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [],
+                    "encrypted_content": format!("gAAAAA{blob}")}),
+                );
                 for c in calls {
                     items.push(json!({"type": "function_call", "call_id": c["id"],
                         "name": c["function"]["name"], "arguments": c["function"]["arguments"]}));
                 }
             }
             (role, _) => {
-                let part = if role == "assistant" { "output_text" } else { "input_text" };
+                let part = if role == "assistant" {
+                    "output_text"
+                } else {
+                    "input_text"
+                };
                 items.push(json!({"type": "message", "role": role,
                     "content": [{"type": part, "text": m["content"]}]}));
             }

@@ -406,6 +406,42 @@ fn every_corpus_file_at_90_50_and_10_percent() {
     assert!(fitted > refused, "fitted {fitted}, refused {refused}");
 }
 
+/// The corpus's Chat Completions conversations written as Responses bodies (as `count --exact`
+/// writes them for OpenAI: message items, `function_call` and `function_call_output` items):
+/// fit keeps every promise on them as on the originals.
+#[test]
+fn every_corpus_conversation_as_responses_items() {
+    let mut tally = Tally::default();
+    let mut converted = 0;
+    for (path, _, doc) in corpus() {
+        if doc.dialect != Dialect::Openai {
+            continue;
+        }
+        let Ok(items) = crate::exact::responses::input_items(&doc) else {
+            continue;
+        };
+        let doc = parse(
+            json!({"model": "gpt-4o", "store": false, "input": items}),
+            Dialect::Responses,
+        );
+        converted += 1;
+        let total = tokens(&doc);
+        for share in [0.9, 0.5, 0.1] {
+            let budget = (total as f64 * share) as u64;
+            let opts = options(budget, budget, Stage::ALL.to_vec(), PinOptions::default());
+            tally.add(check_all(&doc, &opts), || {
+                format!("{} as Responses at {share}", path.display())
+            });
+        }
+    }
+    assert!(
+        converted >= 20,
+        "{converted} corpus conversations converted"
+    );
+    let Tally { fitted, refused } = tally;
+    assert!(fitted > refused, "fitted {fitted}, refused {refused}");
+}
+
 /// `--dropped` keeps the original of a message that two stages changed (cleared, then
 /// removed), once, with both reasons.
 #[test]
