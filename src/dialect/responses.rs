@@ -775,4 +775,43 @@ mod tests {
             json!({"type": "message", "role": "developer", "content": "s"})
         );
     }
+
+    /// `check` finds what the API rejects in items: reasoning alone, an output without its
+    /// call, a call never answered; an output answering a call the server holds is fine.
+    #[test]
+    fn check_reads_items() {
+        use crate::document::Document;
+        use crate::ops::check::check;
+        let codes = |v: Value| -> Vec<&'static str> {
+            check(&Document::parse(v, None).unwrap())
+                .iter()
+                .map(|f| f.code)
+                .collect()
+        };
+        let lone = json!({"input": [
+            {"role": "user", "content": "hi"},
+            {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA"},
+            {"role": "user", "content": "still there?"}
+        ]});
+        assert_eq!(codes(lone), ["reasoning-without-item"]);
+        let orphan = json!({"input": [
+            {"role": "user", "content": "hi"},
+            {"type": "function_call_output", "call_id": "a", "output": "x"},
+            {"type": "function_call", "call_id": "b", "name": "f", "arguments": "{}"},
+            {"role": "user", "content": "and?"}
+        ]});
+        assert_eq!(codes(orphan), ["orphan-result", "unanswered-call"]);
+        let chained = json!({"previous_response_id": "resp_1", "input": [
+            {"type": "function_call_output", "call_id": "a", "output": "x"}
+        ]});
+        assert!(codes(chained).is_empty());
+        // Parallel calls at the end are a loop in progress, answered or not.
+        let open = json!({"input": [
+            {"role": "user", "content": "hi"},
+            {"type": "reasoning", "summary": []},
+            {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+            {"type": "function_call", "call_id": "b", "name": "f", "arguments": "{}"}
+        ]});
+        assert!(codes(open).is_empty());
+    }
 }

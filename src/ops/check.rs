@@ -54,6 +54,7 @@ pub fn check(doc: &Document) -> Vec<Finding> {
     call_ids(doc, &convo, &mut out);
     results(doc, &convo, &mut out);
     unanswered_calls(doc, &convo, &mut out);
+    lone_reasoning(doc, &convo, &mut out);
     out.sort_by_key(|f| (f.index, f.severity));
     out
 }
@@ -319,6 +320,34 @@ fn results(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
                     ),
                 ));
             }
+        }
+    }
+}
+
+/// Reasoning written as an item of its own (the Responses API) that is not followed by an item
+/// of its turn (a call, an assistant message): the API takes reasoning only with the item it
+/// led to, and rejects it alone.
+fn lone_reasoning(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
+    let msgs = doc.messages();
+    for (i, m) in convo.messages.iter().enumerate() {
+        if !m.joins || !doc.dialect.has_reasoning(&msgs[i]) {
+            continue;
+        }
+        let followed = convo
+            .messages
+            .get(i + 1)
+            .is_some_and(|next| next.role == Role::Assistant);
+        if !followed {
+            out.push(found(
+                doc,
+                i,
+                "",
+                error(
+                    "reasoning-without-item",
+                    "",
+                    "reasoning is not followed by the call or message it led to; the API rejects reasoning alone".into(),
+                ),
+            ));
         }
     }
 }
