@@ -652,6 +652,48 @@ mod tests {
         assert!(d.require_roles().is_err());
     }
 
+    /// A Batch input line's request is its body: read, pointed into and written back inside the
+    /// envelope; a url naming another endpoint, and an output line, are refused.
+    #[test]
+    fn batch_lines_are_read_through_their_body() {
+        let line = json!({"custom_id": "r-1", "method": "POST", "url": "/v1/responses",
+            "body": {"model": "gpt-5", "input": "hi"}});
+        let d = parse(line.clone()).unwrap();
+        assert_eq!(d.dialect, Dialect::Responses);
+        assert_eq!(d.custom_id(), Some("r-1"));
+        assert_eq!(d.body_model(), Some("gpt-5"));
+        assert_eq!(d.message_path(0), ".body.input[0]");
+        assert_eq!(
+            pointer::get(d.value(), &d.message_pointer(0)),
+            Some(&d.messages()[0])
+        );
+        assert_eq!(d.into_value(), line);
+        // Azure writes the url without /v1; lines without a url are read by their body.
+        let azure = json!({"custom_id": "t", "method": "POST", "url": "/chat/completions",
+            "body": {"messages": [{"role": "user", "content": "hi"}]}});
+        assert_eq!(parse(azure).unwrap().dialect, Dialect::Openai);
+        assert!(parse(json!({"custom_id": "t", "body": {"input": []}})).is_ok());
+        let e =
+            parse(json!({"custom_id": "t", "url": "/v1/chat/completions", "body": {"input": "x"}}))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("the url is \"/v1/chat/completions\" but the body has `input`"),
+            "{e}"
+        );
+        let e = parse(json!({"custom_id": "t", "url": "/v1/embeddings", "body": {"input": "x"}}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/v1/embeddings"), "{e}");
+        let e = parse(
+            json!({"id": "batch_req_1", "custom_id": "t", "response": {"status_code": 200,
+            "body": {}}, "error": null}),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("Batch output line"), "{e}");
+    }
+
     #[test]
     fn names_unsupported_formats() {
         let e = parse(json!({"model": "gpt-4.1", "input": 3}))
