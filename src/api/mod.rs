@@ -143,9 +143,22 @@ impl Document {
         self.inner.messages()
     }
 
-    /// The request body, when the document is one (`None` for a bare array).
+    /// The request body, when the document is one (`None` for a bare array); for an OpenAI
+    /// Batch input line, its `body`.
     pub fn body(&self) -> Option<&Map<String, Value>> {
         self.inner.body()
+    }
+
+    /// The `custom_id` of the OpenAI Batch input line the document is, if it is one.
+    pub fn custom_id(&self) -> Option<&str> {
+        self.inner.custom_id()
+    }
+
+    /// The body key naming conversation state the server holds, when the document continues
+    /// it (a Responses body's `previous_response_id` or `conversation`): its messages are then
+    /// only the newest, and the operations that would remove some refuse it.
+    pub fn server_state(&self) -> Option<&'static str> {
+        self.inner.server_state()
     }
 
     /// The whole document, as JSON.
@@ -153,7 +166,8 @@ impl Document {
         self.inner.value()
     }
 
-    /// The whole document, as JSON: an array for an array, the body for a body.
+    /// The whole document, as JSON: an array for an array, the body for a body (the Batch line
+    /// for a Batch line; a Responses `input` string as a string while it is one message).
     pub fn into_value(self) -> Value {
         self.inner.into_value()
     }

@@ -430,3 +430,44 @@ fn a_budget_over_the_window_minus_the_reserve_is_lowered_with_a_warning() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("lowered"), "{err}");
 }
+
+/// Through the library: a Batch line holding a Responses body is fitted inside its envelope,
+/// a turn (reasoning, call, output) stays whole, and a body continuing server-held state is
+/// refused as an input error rather than cut.
+#[test]
+fn the_library_fits_a_batch_line_of_responses_items() {
+    let mut body = read_json(std::path::Path::new("tests/data/responses_agent.json"));
+    body["model"] = json!("gpt-5");
+    let line =
+        json!({"custom_id": "job-7", "method": "POST", "url": "/v1/responses", "body": body});
+    let doc = ctx::Document::parse(line.clone(), None).unwrap();
+    assert_eq!(doc.dialect(), ctx::Dialect::Responses);
+    assert_eq!(doc.custom_id(), Some("job-7"));
+    assert_eq!(doc.server_state(), None);
+    let out = ctx::fit(doc, &ctx::FitOptions::new(1500)).unwrap();
+    assert!(out.tokens_after <= 1500, "{}", out.tokens_after);
+    let v = out.document.into_value();
+    assert_eq!(v["custom_id"], "job-7");
+    assert_eq!(v["url"], "/v1/responses");
+    let items = v["body"]["input"].as_array().unwrap();
+    assert!(items.len() < line["body"]["input"].as_array().unwrap().len());
+    // Every reasoning item kept is followed by its call; every call kept has its output.
+    for (i, m) in items.iter().enumerate() {
+        if m["type"] == "reasoning" {
+            assert_eq!(items[i + 1]["type"], "function_call", "{i}");
+        }
+        if m["type"] == "function_call" {
+            assert!(
+                items
+                    .iter()
+                    .any(|o| o["type"] == "function_call_output" && o["call_id"] == m["call_id"]),
+                "{i}"
+            );
+        }
+    }
+    let chained = json!({"model": "gpt-5", "previous_response_id": "resp_1",
+        "input": line["body"]["input"].clone()});
+    let e = ctx::fit(chained, &ctx::FitOptions::new(500)).unwrap_err();
+    assert_eq!(e.kind(), ctx::ErrorKind::Input);
+    assert!(e.to_string().contains("previous_response_id"), "{e}");
+}
