@@ -17,6 +17,7 @@ use super::summarize::{MAX_RETRIES, parse_timeout};
 use super::{DocArgs, Env, ExactCountFailed, Outcome, OutputArgs, Run};
 use crate::conversation::Conversation;
 use crate::counter::Counter;
+use crate::document::Document;
 use crate::exact::{BaseUrlFlags, Providers};
 use crate::input::Origin;
 use crate::llm::UrlArg;
@@ -287,12 +288,7 @@ impl Run for Runner<'_> {
             }
         }
         warnings.extend(count.notes.warnings.iter().cloned());
-        if let Some(key) = p.doc.server_state() {
-            warnings.push(format!(
-                "the body continues a conversation the server holds (`{key}`): the items before `input` are not counted here{}",
-                if counted.is_some() { "" } else { " (count --exact asks the provider, which counts them)" }
-            ));
-        }
+        warnings.extend(server_state_warning(&p.doc, counted.is_some()));
 
         // Where the total came from: said only when --exact asked (the report is unchanged
         // without it).
@@ -382,6 +378,20 @@ impl Run for Runner<'_> {
 }
 
 /// `tokens` as a percentage of `window`, to two decimals.
+/// The warning for a body continuing a conversation the server holds: what is counted is not
+/// all the model reads (unless the provider counted it).
+fn server_state_warning(doc: &Document, provider_counted: bool) -> Option<String> {
+    let key = doc.server_state()?;
+    Some(format!(
+        "the body continues a conversation the server holds (`{key}`): the items before `input` are not counted here{}",
+        if provider_counted {
+            ""
+        } else {
+            " (count --exact asks the provider, which counts them)"
+        }
+    ))
+}
+
 fn percent(tokens: u64, window: u64) -> f64 {
     (tokens as f64 * 10000.0 / window as f64).round() / 100.0
 }

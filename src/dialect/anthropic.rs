@@ -115,13 +115,9 @@ impl Rules for Messages {
         }
         Message {
             only_results: !results.is_empty() && !other_content,
-            role,
             calls,
             results,
-            joins: false,
-            fixed: false,
-            compaction: false,
-            unit: 0,
+            ..Message::new(role)
         }
     }
 

@@ -116,13 +116,9 @@ impl Rules for Chat {
         Message {
             // A tool message is its result and nothing else.
             only_results: is_result,
-            role,
             calls,
             results,
-            joins: false,
-            fixed: false,
-            compaction: false,
-            unit: 0,
+            ..Message::new(role)
         }
     }
 
