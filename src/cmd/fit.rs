@@ -185,14 +185,20 @@ impl Rewrite for Args {
                     "--dry-run with --summarize=llm would call the server; preview with --summarize=extractive"
                 );
             }
-            Some(Summarizer::new(
+            let s = Summarizer::new(
                 &self.summary,
                 self.summarize.unwrap_or(Engine::Auto),
                 env,
                 self.output.quiet || self.change.side.report_to_stderr(),
                 "fit",
                 self.doc.input.max_input_size,
-            )?)
+            )?;
+            if self.dry_run && s.is_llm() {
+                bail!(
+                    "--dry-run with --summarize: the auto engine chose the llm one (ctx is configured for an endpoint), and previewing would call the server; preview with --summarize=extractive"
+                );
+            }
+            Some(s)
         } else {
             None
         };

@@ -288,7 +288,7 @@ impl Summarizer {
     }
 
     /// Whether summaries come from a server.
-    fn is_llm(&self) -> bool {
+    pub(crate) fn is_llm(&self) -> bool {
         matches!(self.source, Source::Llm(_))
     }
 

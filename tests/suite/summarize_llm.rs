@@ -395,7 +395,7 @@ fn with_stderr_on_a_terminal(
 }
 
 /// A long summary is counted out part by part on a terminal, and never with `-q`, nor where
-/// stderr carries the report as JSON Lines (`--report -`, and `fit --dry-run`'s report).
+/// stderr carries the report as JSON Lines (`--report -`, of summarize and of fit).
 #[test]
 fn progress_is_shown_on_a_terminal_but_not_with_quiet_or_a_report_on_stderr() {
     let input = long_essay(None);
@@ -414,10 +414,11 @@ fn progress_is_shown_on_a_terminal_but_not_with_quiet_or_a_report_on_stderr() {
     assert!(shown.contains("ctx: summarize: part 1 of "), "{shown}");
     let quiet = summarize(&["-q"]).unwrap();
     assert!(!quiet.contains("part 1 of"), "{quiet}");
-    let fit_dry_run = [
+    let fit_report = [
         "fit",
         "--summarize",
-        "--dry-run",
+        "--report",
+        "-",
         "--budget",
         "2000",
         "--keep-recent",
@@ -427,7 +428,7 @@ fn progress_is_shown_on_a_terminal_but_not_with_quiet_or_a_report_on_stderr() {
     ];
     for report in [
         summarize(&["--report", "-"]).unwrap(),
-        with_stderr_on_a_terminal(&fit_dry_run, &[("CTX_BASE_URL", &base)], &input)
+        with_stderr_on_a_terminal(&fit_report, &[("CTX_BASE_URL", &base)], &input)
             .unwrap()
             .1,
     ] {
@@ -439,6 +440,56 @@ fn progress_is_shown_on_a_terminal_but_not_with_quiet_or_a_report_on_stderr() {
             );
         }
     }
+}
+
+/// A dry run never calls the server: `fit --dry-run --summarize` whose auto engine would be the
+/// llm one (a base URL in the environment) is refused as `--summarize=llm` is, and no request is
+/// made.
+#[test]
+fn a_dry_run_never_calls_the_server() {
+    let input = long_essay(None);
+    let server = Server::start((0..40).map(|_| ok("PARTIAL")).collect());
+    let base = server.base();
+    for summarize in ["--summarize", "--summarize=auto", "--summarize=llm"] {
+        let run = ctx(
+            &[
+                "fit",
+                summarize,
+                "--dry-run",
+                "--budget",
+                "2000",
+                "--keep-recent",
+                "3",
+            ],
+            &[("CTX_BASE_URL", &base)],
+            &input,
+        );
+        assert_eq!(run.code, 2, "{summarize}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{summarize}");
+        assert!(run.stderr.contains("--dry-run"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("--summarize=extractive"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(server.seen().is_empty(), "a dry run called the server");
+    // Without a server to choose, auto previews with the extractive engine.
+    let run = ctx(
+        &[
+            "fit",
+            "--summarize",
+            "--dry-run",
+            "--budget",
+            "2000",
+            "--keep-recent",
+            "3",
+            "-q",
+        ],
+        &[],
+        &input,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
 }
 
 #[test]
