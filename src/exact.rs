@@ -24,7 +24,7 @@ pub(crate) mod responses;
 
 use std::fmt;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::document::{Dialect, Document};
 use crate::llm::{KeyHeader, UrlArg};
@@ -236,6 +236,23 @@ pub fn route(doc: &Document, settings: &Settings) -> Result<Provider, String> {
         ));
     }
     Ok(provider)
+}
+
+/// A count request for `model` holding the body's fields named in `keys`, in the body's order
+/// (the fields that change the count; the others only shape the reply).
+fn counted_fields(
+    model: &str,
+    body: Option<&Map<String, Value>>,
+    keys: &[&str],
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("model".into(), Value::String(model.to_string()));
+    for (k, v) in body.into_iter().flatten() {
+        if keys.contains(&k.as_str()) {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
 }
 
 /// A document of `dialect`, in a sentence.

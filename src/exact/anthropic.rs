@@ -26,33 +26,23 @@ const COUNT_KEYS: &[&str] = &[
 
 /// An Anthropic document's count request: its body without the generation fields.
 pub(super) fn body(doc: &Document, settings: &Settings, model: &str) -> Result<Value, String> {
-    let mut out = Map::new();
-    out.insert("model".into(), json!(model));
-    match doc.body() {
-        Some(b) => {
-            for (k, v) in b {
-                if COUNT_KEYS.contains(&k.as_str()) {
-                    out.insert(k.clone(), v.clone());
-                }
+    let mut out = super::counted_fields(model, doc.body(), COUNT_KEYS);
+    if doc.body().is_none() {
+        // The Messages API takes no system-role message: a bare array's system messages are its
+        // top-level `system`, as a body would carry them.
+        let mut system = Vec::new();
+        let mut messages = Vec::new();
+        for (i, m) in doc.messages().iter().enumerate() {
+            if matches!(chat::role(m), "system" | "developer") {
+                system.push(system_block(i, m.get("content"))?);
+            } else {
+                messages.push(m.clone());
             }
         }
-        None => {
-            // The Messages API takes no system-role message: a bare array's system messages
-            // are its top-level `system`, as a body would carry them.
-            let mut system = Vec::new();
-            let mut messages = Vec::new();
-            for (i, m) in doc.messages().iter().enumerate() {
-                if matches!(chat::role(m), "system" | "developer") {
-                    system.push(system_block(i, m.get("content"))?);
-                } else {
-                    messages.push(m.clone());
-                }
-            }
-            if !system.is_empty() {
-                out.insert("system".into(), Value::Array(system));
-            }
-            out.insert("messages".into(), Value::Array(messages));
+        if !system.is_empty() {
+            out.insert("system".into(), Value::Array(system));
         }
+        out.insert("messages".into(), Value::Array(messages));
     }
     if !out.contains_key("tools") {
         let tools = tools(&chat::tool_defs(doc, settings))?;

@@ -63,16 +63,9 @@ const COUNTED_FIELDS: &[&str] = &[
 /// A Responses document as its own `input_tokens` request for `model`: the fields that change
 /// the count, as they are (server-held state included: the provider counts it).
 pub(crate) fn body(doc: &Document, _settings: &Settings, model: &str) -> Result<Value, String> {
-    let mut out = Map::new();
-    out.insert("model".into(), json!(model));
+    let mut out = super::counted_fields(model, doc.body(), COUNTED_FIELDS);
+    // The items as read (a string `input` as its one message, a missing one as none).
     out.insert("input".into(), Value::Array(doc.messages().to_vec()));
-    if let Some(body) = doc.body() {
-        for key in COUNTED_FIELDS.iter().skip(1) {
-            if let Some(v) = body.get(*key) {
-                out.insert((*key).to_string(), v.clone());
-            }
-        }
-    }
     Ok(Value::Object(out))
 }
 

@@ -775,3 +775,42 @@ fn an_implicit_ctx_toml_cannot_turn_exact_on_or_name_a_provider() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(trusted.seen().len(), 1, "--exact=off asked nothing");
 }
+
+/// A Responses body goes to OpenAI's `responses/input_tokens` as it is: its items, instructions,
+/// tools and reasoning, without the fields that only shape the reply (`store`, `stream`,
+/// `max_output_tokens`); a chained body's server state goes too, so the provider counts it.
+#[test]
+fn a_responses_body_is_counted_by_openai_as_it_is() {
+    let input = read("tests/exact/responses.input.json");
+    let server = Server::start(vec![ok("openai", 321)]);
+    let env = [
+        ("OPENAI_BASE_URL", server.base()),
+        ("OPENAI_API_KEY", KEY.to_string()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = ctx(
+        &["count", "--exact", "--timeout", "2", "--retries", "1"],
+        &env,
+        &input,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    assert_eq!(
+        (out["tokens"].as_u64(), out["source"].as_str()),
+        (Some(321), Some("openai"))
+    );
+    let seen = server.seen();
+    golden("responses.request.json", &shown(&seen[0]));
+    let mut chained: Value = serde_json::from_str(&input).unwrap();
+    chained["previous_response_id"] = json!("resp_1");
+    let server = Server::start(vec![ok("openai", 999)]);
+    let env = [
+        ("OPENAI_BASE_URL", server.base()),
+        ("OPENAI_API_KEY", KEY.to_string()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = ctx(&["count", "--exact"], &env, &chained.to_string());
+    assert_eq!(run.json()["tokens"], 999, "{}", run.stderr);
+    assert_eq!(server.seen()[0].body["previous_response_id"], "resp_1");
+    run.assert_never_shows(KEY, &[]);
+}
