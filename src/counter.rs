@@ -418,19 +418,11 @@ impl<'a> Counter<'a> {
     /// estimated as Codex does (docs/counting.md).
     fn item(&self, m: &Value, item: ItemMeasure, acc: &mut Acc) -> Result<()> {
         acc.estimate("Responses items are counted with an estimated format");
-        match item {
-            ItemMeasure::Reference => {
-                acc.estimate(
-                    "item_reference: the server holds the item; its size is unknown (counted as 0)",
-                );
-                acc.notes.warnings.insert(
-                    "item_reference items are held by the server: counted as 0 tokens, their size is unknown".to_string(),
-                );
-                return Ok(());
-            }
-            ItemMeasure::Control => return Ok(()),
-            _ => acc.tokens += 1,
-        }
+        // One token in place of a role, for every item with content.
+        acc.tokens += usize::from(!matches!(
+            item,
+            ItemMeasure::Reference | ItemMeasure::Control
+        ));
         match item {
             ItemMeasure::Call {
                 name,
@@ -496,7 +488,15 @@ impl<'a> Counter<'a> {
                     "unknown item type {ty:?}: kept, counted by its text"
                 ));
             }
-            ItemMeasure::Reference | ItemMeasure::Control => {}
+            ItemMeasure::Reference => {
+                acc.estimate(
+                    "item_reference: the server holds the item; its size is unknown (counted as 0)",
+                );
+                acc.notes.warnings.insert(
+                    "item_reference items are held by the server: counted as 0 tokens, their size is unknown".to_string(),
+                );
+            }
+            ItemMeasure::Control => {}
         }
         Ok(())
     }

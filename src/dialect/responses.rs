@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Call, CallView, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message, Part, Piece,
-    Problem, Role, Rules, ToolResult, items, kind, mark_parts, owned, str_field,
+    Problem, Role, Rules, ToolResult, kind, mark_parts, owned, str_field,
 };
 
 /// The Responses rules.
@@ -619,7 +619,6 @@ impl Rules for Responses {
                 }
             }
         }
-        let _ = items;
     }
 
     fn check_part(p: &Value, part: &Part) -> Option<Problem> {
