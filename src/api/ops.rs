@@ -153,6 +153,23 @@ macro_rules! budget_and_reserve {
     };
 }
 
+/// Builder setters that each set one field of the options: `name(arg: Type) => field = value;`
+/// makes `pub fn name(self, arg: Type) -> Self`, with the docs written above it.
+macro_rules! setters {
+    ($options:ty { $($(#[$doc:meta])* $name:ident($arg:ident: $t:ty) => $($field:ident).+ = $value:expr;)* }) => {
+        impl $options {
+            $(
+                $(#[$doc])*
+                #[must_use]
+                pub fn $name(mut self, $arg: $t) -> Self {
+                    self.$($field).+ = $value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
 /// The setters every rewriting operation's options share: the model, and which messages are
 /// pinned (`$pins`: where the options keep their [`PinOptions`]).
 macro_rules! model_and_pins {
@@ -243,60 +260,34 @@ budget_and_reserve!(
     reserve
 );
 
-impl FitOptions {
+setters!(FitOptions {
     /// Documents at or under `trigger` pass through unchanged; those over it are brought within
     /// the budget (default: the budget; never below it). With a trigger above the budget, an
     /// agent that fits before every call compacts once, well below the trigger.
-    #[must_use]
-    pub fn trigger(mut self, trigger: impl Into<Budget>) -> FitOptions {
-        self.trigger = Some(trigger.into());
-        self
-    }
+    trigger(trigger: impl Into<Budget>) => trigger = Some(trigger.into());
 
     /// Whether the summarize stage runs, with the offline extractive engine (default false).
-    #[must_use]
-    pub fn summarize(mut self, yes: bool) -> FitOptions {
-        self.summarize = yes;
-        self
-    }
+    summarize(yes: bool) => summarize = yes;
 
     /// With the summarize stage: at least this many newest messages stay verbatim (default 6).
-    #[must_use]
-    pub fn keep_recent(mut self, messages: usize) -> FitOptions {
-        self.op.summarize.keep_recent = messages;
-        self
-    }
+    keep_recent(messages: usize) => op.summarize.keep_recent = messages;
 
     /// Whether the partial stage runs: when whole units cannot fit, the largest unpinned text
     /// is cut to the exact budget (default false).
-    #[must_use]
-    pub fn partial(mut self, yes: bool) -> FitOptions {
-        self.partial = yes;
-        self
-    }
+    partial(yes: bool) => partial = yes;
 
     /// The newest tool results the prune stage keeps verbatim, and the newest exchanges the
     /// truncate stage keeps (default 3).
-    #[must_use]
-    pub fn keep(mut self, results: usize) -> FitOptions {
-        self.op.prune.keep = results;
-        self
-    }
+    keep(results: usize) => op.prune.keep = results;
 
     /// A result is cleared only when that saves at least this many tokens (default 200).
-    #[must_use]
-    pub fn min_saving(mut self, tokens: usize) -> FitOptions {
-        self.op.prune.min_saving = tokens;
-        self
-    }
+    min_saving(tokens: usize) => op.prune.min_saving = tokens;
 
     /// Which units the truncate stages remove first (default [`Strategy::Oldest`]).
-    #[must_use]
-    pub fn strategy(mut self, strategy: Strategy) -> FitOptions {
-        self.op.truncate.strategy = strategy;
-        self
-    }
+    strategy(strategy: Strategy) => op.truncate.strategy = strategy;
+});
 
+impl FitOptions {
     /// The options of the operation, for a document whose budget and trigger are these.
     fn options(&self, budget: u64, trigger: u64) -> fit_op::Options {
         let mut o = self.op.for_budget(budget, trigger);
@@ -393,63 +384,37 @@ impl Default for PruneOptions {
     }
 }
 
-impl PruneOptions {
+setters!(PruneOptions {
     /// The newest tool results kept verbatim (default 3).
-    #[must_use]
-    pub fn keep(mut self, results: usize) -> PruneOptions {
-        self.op.keep = results;
-        self
-    }
+    keep(results: usize) => op.keep = results;
 
     /// A result is cleared only when that saves at least this many tokens (default 200).
-    #[must_use]
-    pub fn min_saving(mut self, tokens: usize) -> PruneOptions {
-        self.op.min_saving = tokens;
-        self
-    }
+    min_saving(tokens: usize) => op.min_saving = tokens;
 
     /// Which reasoning to drop (default [`Thinking::Keep`]: none); never from an unfinished
     /// tool loop.
-    #[must_use]
-    pub fn thinking(mut self, thinking: Thinking) -> PruneOptions {
-        self.op.thinking = thinking;
-        self
-    }
+    thinking(thinking: Thinking) => op.thinking = thinking;
 
+    /// Whether error results are cleared too (default false).
+    include_errors(yes: bool) => op.include_errors = yes;
+
+    /// Whether the arguments of cleared calls become `{}` too (default false).
+    clear_inputs(yes: bool) => op.clear_inputs = yes;
+
+    /// Clips any tool result over this many tokens middle-out, kept results included (at
+    /// least 1).
+    max_tool_tokens(tokens: usize) => op.max_tool_tokens = Some(tokens);
+
+    /// Cuts string values over this many tokens in the arguments of old calls to their start
+    /// and a marker (at least 1).
+    shorten_args(tokens: usize) => op.shorten_args = Some(tokens);
+});
+
+impl PruneOptions {
     /// Never clears, clips or shortens the results and calls of this tool.
     #[must_use]
     pub fn exclude_tool(mut self, name: impl Into<String>) -> PruneOptions {
         self.op.exclude_tools.push(name.into());
-        self
-    }
-
-    /// Whether error results are cleared too (default false).
-    #[must_use]
-    pub fn include_errors(mut self, yes: bool) -> PruneOptions {
-        self.op.include_errors = yes;
-        self
-    }
-
-    /// Whether the arguments of cleared calls become `{}` too (default false).
-    #[must_use]
-    pub fn clear_inputs(mut self, yes: bool) -> PruneOptions {
-        self.op.clear_inputs = yes;
-        self
-    }
-
-    /// Clips any tool result over this many tokens middle-out, kept results included (at
-    /// least 1).
-    #[must_use]
-    pub fn max_tool_tokens(mut self, tokens: usize) -> PruneOptions {
-        self.op.max_tool_tokens = Some(tokens);
-        self
-    }
-
-    /// Cuts string values over this many tokens in the arguments of old calls to their start
-    /// and a marker (at least 1).
-    #[must_use]
-    pub fn shorten_args(mut self, tokens: usize) -> PruneOptions {
-        self.op.shorten_args = Some(tokens);
         self
     }
 }
@@ -507,36 +472,20 @@ budget_and_reserve!(
     reserve
 );
 
-impl TruncateOptions {
+setters!(TruncateOptions {
     /// Which units go first (default [`Strategy::Oldest`]).
-    #[must_use]
-    pub fn strategy(mut self, strategy: Strategy) -> TruncateOptions {
-        self.op.strategy = strategy;
-        self
-    }
+    strategy(strategy: Strategy) => op.strategy = strategy;
 
     /// Keeps at most this many newest non-system messages, rounded down to a unit boundary.
-    #[must_use]
-    pub fn keep_last(mut self, messages: usize) -> TruncateOptions {
-        self.op.keep_last = Some(messages);
-        self
-    }
+    keep_last(messages: usize) => op.keep_last = Some(messages);
 
     /// Whether a note marks where messages were removed (default false).
-    #[must_use]
-    pub fn note(mut self, yes: bool) -> TruncateOptions {
-        self.op.note = yes.then(|| truncate_op::DEFAULT_NOTE.to_string());
-        self
-    }
+    note(yes: bool) => op.note = yes.then(|| truncate_op::DEFAULT_NOTE.to_string());
 
     /// Whether, when whole units cannot fit, the largest unpinned text is cut middle-out to
     /// use the budget exactly (default false).
-    #[must_use]
-    pub fn partial(mut self, yes: bool) -> TruncateOptions {
-        self.op.partial = yes;
-        self
-    }
-}
+    partial(yes: bool) => op.partial = yes;
+});
 
 /// Removes whole units of `doc` (a tool exchange, or any other single message), oldest first by
 /// default, until it fits its budget, as `ctx truncate` does. Pinned units and the newest unit
@@ -589,38 +538,24 @@ impl Default for SummarizeOptions {
     }
 }
 
-impl SummarizeOptions {
+setters!(SummarizeOptions {
     /// At least this many newest messages stay verbatim, extended back to a unit boundary
     /// (default 6).
-    #[must_use]
-    pub fn keep_recent(mut self, messages: usize) -> SummarizeOptions {
-        self.op.keep_recent = messages;
-        self
-    }
+    keep_recent(messages: usize) => op.keep_recent = messages;
 
     /// The longest summary text, in tokens (default 500; at least 1).
-    #[must_use]
-    pub fn max_summary_tokens(mut self, tokens: usize) -> SummarizeOptions {
-        self.max_summary_tokens = tokens;
-        self
-    }
+    max_summary_tokens(tokens: usize) => max_summary_tokens = tokens;
 
     /// The summary message's role in OpenAI documents (default [`SummaryRole::System`];
     /// Anthropic documents always use `user`).
-    #[must_use]
-    pub fn summary_role(mut self, role: SummaryRole) -> SummarizeOptions {
-        self.summary_role = role;
-        self
-    }
+    summary_role(role: SummaryRole) => summary_role = role;
 
     /// What happens when no summary fits where it goes (default [`OnError::Fail`]: the call
     /// fails with [`ErrorKind::Summarizer`](super::ErrorKind)); a fallback adds a warning.
-    #[must_use]
-    pub fn on_error(mut self, on_error: OnError) -> SummarizeOptions {
-        self.on_error = on_error;
-        self
-    }
+    on_error(on_error: OnError) => on_error = on_error;
+});
 
+impl SummarizeOptions {
     /// The extractive engine these options ask for.
     fn summarizer(&self) -> summarize_op::Summarizer {
         summarize_op::Summarizer::extractive(
@@ -674,13 +609,13 @@ mod tests {
     /// `--dropped` also does).
     #[test]
     fn fit_options_default_to_the_commands() {
-        let args: crate::cmd::fit::Args = crate::cmd::parse_flags(&["fit", "--budget", "8000"]);
+        let args: crate::cmd::fit::Args = crate::cmd::parse_flags("fit --budget 8000");
         let mut cli = args.options().unwrap().for_budget(8000, 8000);
         cli.prune.keep_originals = true;
         let lib = FitOptions::new(8000).options(8000, 8000);
         assert_eq!(format!("{lib:?}"), format!("{cli:?}"));
         let args: crate::cmd::fit::Args =
-            crate::cmd::parse_flags(&["fit", "--summarize=extractive", "--partial"]);
+            crate::cmd::parse_flags("fit --summarize=extractive --partial");
         let mut cli = args.options().unwrap().for_budget(100, 100);
         cli.prune.keep_originals = true;
         let lib = FitOptions::default()
@@ -694,18 +629,10 @@ mod tests {
     /// command builds from the same flags.
     #[test]
     fn setters_set_what_the_flags_set() {
-        let args: crate::cmd::fit::Args = crate::cmd::parse_flags(&[
-            "fit",
-            "--keep=5",
-            "--min-saving=10",
-            "--strategy=middle",
-            "--keep-recent=4",
-            "--pin=2",
-            "--pin=-1",
-            "--drop-system",
-            "--no-keep-task",
-            "--summarize=extractive",
-        ]);
+        let args: crate::cmd::fit::Args = crate::cmd::parse_flags(
+            "fit --keep=5 --min-saving=10 --strategy=middle --keep-recent=4 --pin=2 \
+                --pin=-1 --drop-system --no-keep-task --summarize=extractive",
+        );
         let mut cli = args.options().unwrap().for_budget(900, 1000);
         cli.prune.keep_originals = true;
         let lib = FitOptions::new(900)
@@ -721,18 +648,10 @@ mod tests {
             .options(900, 1000);
         assert_eq!(format!("{lib:?}"), format!("{cli:?}"));
 
-        let args: crate::cmd::prune::Args = crate::cmd::parse_flags(&[
-            "prune",
-            "--keep=1",
-            "--min-saving=0",
-            "--thinking=old",
-            "--exclude-tools=a,b",
-            "--include-errors",
-            "--clear-inputs",
-            "--max-tool-tokens=50",
-            "--shorten-args=20",
-            "--pin=3",
-        ]);
+        let args: crate::cmd::prune::Args = crate::cmd::parse_flags(
+            "prune --keep=1 --min-saving=0 --thinking=old --exclude-tools=a,b \
+                --include-errors --clear-inputs --max-tool-tokens=50 --shorten-args=20 --pin=3",
+        );
         let mut cli = args.options();
         cli.keep_originals = true;
         let lib = PruneOptions::default()
@@ -748,14 +667,9 @@ mod tests {
             .pin(3);
         assert_eq!(format!("{:?}", lib.op), format!("{cli:?}"));
 
-        let args: crate::cmd::truncate::Args = crate::cmd::parse_flags(&[
-            "truncate",
-            "--strategy=importance",
-            "--keep-last=4",
-            "--note",
-            "--partial",
-            "--pin=1",
-        ]);
+        let args: crate::cmd::truncate::Args = crate::cmd::parse_flags(
+            "truncate --strategy=importance --keep-last=4 --note --partial --pin=1",
+        );
         let cli = args.options().unwrap();
         let lib = TruncateOptions::new(100)
             .strategy(Strategy::Importance)
@@ -765,17 +679,10 @@ mod tests {
             .pin(1);
         assert_eq!(format!("{:?}", lib.op), format!("{cli:?}"));
 
-        let args: crate::cmd::summarize::Args = crate::cmd::parse_flags(&[
-            "summarize",
-            "--force",
-            "--after-messages=0",
-            "--keep-recent=2",
-            "--max-summary-tokens=80",
-            "--summary-role=user",
-            "--on-error=truncate",
-            "--pin=1",
-            "--no-keep-task",
-        ]);
+        let args: crate::cmd::summarize::Args = crate::cmd::parse_flags(
+            "summarize --force --after-messages=0 --keep-recent=2 --max-summary-tokens=80 \
+                --summary-role=user --on-error=truncate --pin=1 --no-keep-task",
+        );
         let lib = SummarizeOptions::default()
             .keep_recent(2)
             .max_summary_tokens(80)
@@ -798,7 +705,7 @@ mod tests {
     /// `SummarizeOptions` those of `ctx truncate` and `ctx summarize`.
     #[test]
     fn other_options_default_to_the_commands() {
-        let args: crate::cmd::prune::Args = crate::cmd::parse_flags(&["prune"]);
+        let args: crate::cmd::prune::Args = crate::cmd::parse_flags("prune");
         let cli = args.options();
         let lib = PruneOptions::default();
         assert_eq!(
@@ -810,7 +717,7 @@ mod tests {
             ),
             (cli.keep, cli.min_saving, cli.thinking, cli.include_errors)
         );
-        let args: crate::cmd::truncate::Args = crate::cmd::parse_flags(&["truncate"]);
+        let args: crate::cmd::truncate::Args = crate::cmd::parse_flags("truncate");
         let cli = args.options().unwrap();
         let lib = TruncateOptions::default();
         assert_eq!(
@@ -822,7 +729,7 @@ mod tests {
             ),
             (cli.strategy, cli.keep_last, cli.note.is_some(), cli.partial)
         );
-        let args: crate::cmd::summarize::Args = crate::cmd::parse_flags(&["summarize"]);
+        let args: crate::cmd::summarize::Args = crate::cmd::parse_flags("summarize");
         let lib = SummarizeOptions::default();
         assert_eq!(
             (

@@ -306,17 +306,14 @@ mod tests {
     use super::*;
     use crate::ops::prune::Thinking;
 
-    fn parse(flags: &[&str]) -> Args {
-        let line: Vec<&str> = std::iter::once("fit")
-            .chain(flags.iter().copied())
-            .collect();
-        crate::cmd::parse_flags(&line)
+    fn parse(flags: &str) -> Args {
+        crate::cmd::parse_flags(&format!("fit {flags}"))
     }
 
     /// fit's prune and truncate stages take prune's and truncate's flags with their defaults.
     #[test]
     fn the_stages_take_prune_and_truncate_flags_and_defaults() {
-        let o = parse(&[]).options().unwrap();
+        let o = parse("").options().unwrap();
         let prune_defaults = prune::Options {
             keep_originals: false,
             ..prune::Options::default()
@@ -339,16 +336,10 @@ mod tests {
             ]
         );
 
-        let o = parse(&[
-            "--keep=5",
-            "--thinking=old",
-            "--exclude-tools=memory,todo",
-            "--strategy=middle",
-            "--keep-first=1",
-            "--note",
-            "--pin=-1",
-            "--dropped=d.jsonl",
-        ])
+        let o = parse(
+            "--keep=5 --thinking=old --exclude-tools=memory,todo --strategy=middle \
+            --keep-first=1 --note --pin=-1 --dropped=d.jsonl",
+        )
         .options()
         .unwrap()
         .for_budget(1000, 2000);

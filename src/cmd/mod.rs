@@ -83,11 +83,12 @@ pub(crate) fn one_of<T: Copy + Send + Sync + 'static>(
     })
 }
 
-/// A command's flags parsed from `line` (which starts with the command's name), for tests.
+/// A command's flags parsed from `line` (the command's name and its flags, split at white
+/// space), for tests.
 #[cfg(test)]
-pub(crate) fn parse_flags<A: clap::Args>(line: &[&str]) -> A {
+pub(crate) fn parse_flags<A: clap::Args>(line: &str) -> A {
     let matches = A::augment_args(clap::Command::new("ctx"))
-        .try_get_matches_from(line)
+        .try_get_matches_from(line.split_whitespace())
         .expect("the flags parse");
     A::from_arg_matches(&matches).expect("the flags parse")
 }
@@ -344,8 +345,8 @@ mod tests {
     #[test]
     fn options_from_no_flags_are_the_defaults() {
         let debug = |options: &dyn std::fmt::Debug| format!("{options:?}");
-        let prune: prune::Args = parse_flags(&["prune"]);
-        let truncate: truncate::Args = parse_flags(&["truncate"]);
+        let prune: prune::Args = parse_flags("prune");
+        let truncate: truncate::Args = parse_flags("truncate");
         let prune_all = prune::Options {
             keep_originals: true,
             ..prune.options()
