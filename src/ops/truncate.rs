@@ -213,9 +213,6 @@ pub fn truncate(
 
 /// `truncate`, with the conversation model of `doc` if the caller already has it (fit, after
 /// its prune stages, which leave the structure as it was).
-// Longer than ~150 lines: the removal loop, the I7 repair and best effort share and update
-// `keep`, `total`, the removal order and the notes' cost; splitting them further would pass
-// all of that between functions. Its other steps are the functions below.
 pub fn truncate_with(
     doc: Document,
     counter: &Counter,
@@ -227,28 +224,15 @@ pub fn truncate_with(
     let budget = opts.budget as usize;
     let conv = conv.unwrap_or_else(|| Conversation::new(doc.messages(), doc.dialect));
     let n = conv.units.len();
-    let unit_tokens: Vec<usize> = conv
-        .units
-        .iter()
-        .map(|u| u.range().map(|m| count.messages[m].total()).sum())
-        .collect();
     let pinned = conv.pinned_units(&opts.pins)?;
     let protected = newest_exchanges(&conv, opts.protect_recent_exchanges);
-    let unchanged = |doc: Document| Truncation {
-        origins: (0..doc.messages().len()).map(Some).collect(),
-        doc,
-        tokens_before,
-        tokens_after: tokens_before,
-        removed: Vec::new(),
-        partial: Vec::new(),
-        notes: 0,
-        dropped: Vec::new(),
-    };
-    let mut keep = vec![true; n];
-    let newest = n.checked_sub(1);
+    let removable: Vec<bool> = (0..n)
+        .map(|u| !pinned[u] && !protected[u] && u + 1 != n)
+        .collect();
     let note_matcher = opts.note.as_deref().map(NoteText::new);
 
     // --keep-last: the N newest non-system messages, rounded down to a unit boundary.
+    let mut keep = vec![true; n];
     if let Some(limit) = opts.keep_last {
         let spared: Vec<bool> = (0..n).map(|u| pinned[u] || protected[u]).collect();
         keep_last(
@@ -260,23 +244,25 @@ pub fn truncate_with(
             &mut keep,
         );
     }
-    let mut total = count.fixed()
-        + (0..n)
-            .filter(|&u| keep[u])
-            .map(|u| unit_tokens[u])
-            .sum::<usize>();
-    if total <= budget && keep.iter().all(|&k| k) {
-        return Ok(unchanged(doc));
+    let mut sel = Selection::new(&conv, count, keep, pinned, budget);
+    if sel.total <= budget && sel.keep.iter().all(|&k| k) {
+        return Ok(Truncation {
+            origins: (0..doc.messages().len()).map(Some).collect(),
+            doc,
+            tokens_before,
+            tokens_after: tokens_before,
+            removed: Vec::new(),
+            partial: Vec::new(),
+            notes: 0,
+            dropped: Vec::new(),
+        });
     }
     super::refuse_server_state(&doc, "truncating")?;
 
     // The order in which removable units go (see `removal_order`).
-    let candidates: Vec<usize> = (0..n)
-        .filter(|&u| keep[u] && !pinned[u] && !protected[u] && Some(u) != newest)
-        .collect();
+    let candidates: Vec<usize> = (0..n).filter(|&u| sel.keep[u] && removable[u]).collect();
     let order = removal_order(&conv, doc.messages(), count, opts, candidates);
-    let mut next = order.iter().copied();
-    let first_is_user = first_non_system_is_user(&conv, &(0..n).map(|_| true).collect::<Vec<_>>());
+    let first_is_user = first_non_system_is_user(&conv, &vec![true; n]);
     let notes_cost = |keep: &[bool]| -> Result<usize> {
         match &opts.note {
             None => Ok(0),
@@ -291,132 +277,48 @@ pub fn truncate_with(
                 .sum(),
         }
     };
-    // Units that --keep-last removed stay removed, whatever I7 would like.
-    let forced: Vec<bool> = keep.iter().map(|k| !k).collect();
-    let drop = |u: usize, keep: &mut [bool], total: &mut usize| {
-        if keep[u] {
-            keep[u] = false;
-            *total -= unit_tokens[u];
-        }
-    };
-    let mut notes_total;
-    loop {
-        while total > budget {
-            match next.next() {
-                Some(u) => drop(u, &mut keep, &mut total),
-                None => break,
-            }
-        }
-        // I7: if the input's first non-system message was a user message, so is the output's.
-        // (Over budget, the cannot-fit or --partial path below decides first.)
-        if first_is_user && total <= budget {
-            while !first_non_system_is_user(&conv, &keep) {
-                let f = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
-                let readd = (0..f.unwrap_or(n))
-                    .rev()
-                    .find(|&u| !keep[u] && !forced[u] && starts_with_user(&conv, u))
-                    .filter(|&u| total + unit_tokens[u] <= budget);
-                match (readd, f) {
-                    (Some(u), _) => {
-                        keep[u] = true;
-                        total += unit_tokens[u];
-                    }
-                    (None, Some(f)) if !pinned[f] && !protected[f] && Some(f) != newest => {
-                        drop(f, &mut keep, &mut total)
-                    }
-                    _ => return Err(first_not_user(tokens_before, opts, &forced)),
-                }
-            }
-        }
-        // Notes cost tokens too: while they push the document over, remove one more unit.
-        let notes = notes_cost(&keep)?;
-        notes_total = notes;
-        if total + notes <= budget {
-            total += notes;
-            break;
-        }
-        match next.next() {
-            Some(u) => drop(u, &mut keep, &mut total),
-            None => {
-                total += notes;
-                break;
-            }
-        }
-    }
+    let mut notes = sel
+        .remove_in_order(&order, &removable, first_is_user, &notes_cost)?
+        .ok_or_else(|| first_not_user(tokens_before, opts, &sel.forced))?;
 
     // `importance`: the last unit removed may have left room. Put back removed units that fit
     // in it, the most important first (not with notes, whose cost would change with each gap).
-    // A unit that would come before the first kept one must start with a user message (I7);
-    // one held back for that is tried again once a user message before it is back.
-    if opts.strategy == Strategy::Importance && opts.note.is_none() && total <= budget {
-        let room = Room {
-            unit_tokens: &unit_tokens,
-            forced: &forced,
-            budget,
-        };
-        put_back_by_importance(&conv, &order, &room, first_is_user, &mut keep, &mut total);
+    if opts.strategy == Strategy::Importance && opts.note.is_none() && sel.total <= budget {
+        sel.put_back_by_importance(&order, first_is_user);
     }
 
     // Best effort, over budget: the output must still start with a user message (I7), so put
     // back the nearest removed unit that starts with one, whatever it costs.
-    if total > budget && opts.best_effort && first_is_user {
-        total -= notes_total;
-        while !first_non_system_is_user(&conv, &keep) {
-            let f = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
-            let readd = (0..f.unwrap_or(n))
-                .rev()
-                .find(|&u| !keep[u] && !forced[u] && starts_with_user(&conv, u));
-            let Some(u) = readd else { break };
-            keep[u] = true;
-            total += unit_tokens[u];
+    if sel.total + notes > budget && opts.best_effort && first_is_user {
+        while let Some(u) = sel.user_unit_before(sel.first_kept()) {
+            if sel.first_is_user() {
+                break;
+            }
+            sel.put_back(u);
         }
-        notes_total = notes_cost(&keep)?;
-        total += notes_total;
+        notes = notes_cost(&sel.keep)?;
     }
 
     let dialect = doc.dialect;
     let mut doc = doc;
     let mut messages = std::mem::take(doc.messages_mut());
-    // (message, tokens before, tokens after, original) for each message cut by --partial.
-    let mut partial: Vec<(usize, usize, usize, Value)> = Vec::new();
-    if total > budget && (opts.partial || !opts.best_effort) {
-        if !opts.partial {
-            return Err(cannot_fit(
-                tokens_before,
-                opts.budget,
-                format!(
-                    "{} (try --partial, --drop-system, --no-keep-task or a larger budget)",
-                    must_keep(&conv, &keep, &pinned, &unit_tokens, count, notes_total)
-                ),
-            ));
-        }
-        // --partial: cut the largest unpinned texts, tool results first, middle-out.
-        let cuttable: Vec<usize> = (0..n)
-            .filter(|&u| keep[u] && !pinned[u])
-            .flat_map(|u| conv.units[u].range())
-            .collect();
-        partial = cut_partial(
-            dialect,
+    let mut total = sel.total + notes;
+    let partial = if total > budget && (opts.partial || !opts.best_effort) {
+        cut_or_fail(
+            &sel,
             counter,
             count,
-            &cuttable,
-            budget,
+            opts,
+            dialect,
             &mut messages,
             &mut total,
-        )?;
-        if total > budget && !opts.best_effort {
-            return Err(cannot_fit(
-                tokens_before,
-                opts.budget,
-                format!(
-                    "even with --partial the document needs {total} tokens (pinned messages, tool-call arguments, thinking and images are never cut; try --drop-system, --no-keep-task or a larger budget)"
-                ),
-            ));
-        }
-    }
+        )?
+    } else {
+        Vec::new()
+    };
 
-    if first_is_user && !first_non_system_is_user(&conv, &keep) {
-        return Err(first_not_user(tokens_before, opts, &forced));
+    if first_is_user && !sel.first_is_user() {
+        return Err(first_not_user(tokens_before, opts, &sel.forced));
     }
 
     // Assemble the output, with a note at each gap.
@@ -426,7 +328,13 @@ pub fn truncate_with(
         mut dropped,
         origins,
         notes,
-    } = assemble(&conv, &keep, &mut messages, opts.note.as_deref(), dialect);
+    } = assemble(
+        &conv,
+        &sel.keep,
+        &mut messages,
+        opts.note.as_deref(),
+        dialect,
+    );
     let partial: Vec<(usize, usize, usize)> = partial
         .into_iter()
         .map(|(m, before, after, original)| {
@@ -450,6 +358,177 @@ pub fn truncate_with(
         dropped,
         origins,
     })
+}
+
+/// Which units stay and what they cost: the state the removal loop, the I7 repair, the
+/// importance put-back and best effort share and update.
+struct Selection<'a> {
+    conv: &'a Conversation,
+    /// Each unit's tokens.
+    unit_tokens: Vec<usize>,
+    /// The units kept.
+    keep: Vec<bool>,
+    /// Units `--keep-last` removed: they stay removed, whatever I7 would like.
+    forced: Vec<bool>,
+    /// Pinned units.
+    pinned: Vec<bool>,
+    /// The document's tokens with only the kept units (the notes at the gaps not included).
+    total: usize,
+    budget: usize,
+}
+
+impl<'a> Selection<'a> {
+    /// The units of `conv` with `keep` kept (what `--keep-last` left).
+    fn new(
+        conv: &'a Conversation,
+        count: &DocumentCount,
+        keep: Vec<bool>,
+        pinned: Vec<bool>,
+        budget: usize,
+    ) -> Selection<'a> {
+        let unit_tokens: Vec<usize> = conv
+            .units
+            .iter()
+            .map(|u| u.range().map(|m| count.messages[m].total()).sum())
+            .collect();
+        let total = count.fixed()
+            + (0..keep.len())
+                .filter(|&u| keep[u])
+                .map(|u| unit_tokens[u])
+                .sum::<usize>();
+        Selection {
+            conv,
+            forced: keep.iter().map(|k| !k).collect(),
+            pinned,
+            unit_tokens,
+            keep,
+            total,
+            budget,
+        }
+    }
+
+    fn drop(&mut self, u: usize) {
+        if self.keep[u] {
+            self.keep[u] = false;
+            self.total -= self.unit_tokens[u];
+        }
+    }
+
+    fn put_back(&mut self, u: usize) {
+        if !self.keep[u] {
+            self.keep[u] = true;
+            self.total += self.unit_tokens[u];
+        }
+    }
+
+    /// Whether putting unit `u` back keeps the document within the budget.
+    fn fits(&self, u: usize) -> bool {
+        self.total + self.unit_tokens[u] <= self.budget
+    }
+
+    /// The first kept unit that is not a system message.
+    fn first_kept(&self) -> Option<usize> {
+        (0..self.keep.len()).find(|&u| self.keep[u] && self.conv.units[u].kind != UnitKind::System)
+    }
+
+    /// Whether the first kept unit that is not a system message starts with a user message.
+    fn first_is_user(&self) -> bool {
+        first_non_system_is_user(self.conv, &self.keep)
+    }
+
+    /// The nearest removed unit before `first` (all of them when `None`) that starts with a
+    /// user message and that `--keep-last` did not remove.
+    fn user_unit_before(&self, first: Option<usize>) -> Option<usize> {
+        (0..first.unwrap_or(self.keep.len()))
+            .rev()
+            .find(|&u| !self.keep[u] && !self.forced[u] && starts_with_user(self.conv, u))
+    }
+
+    /// Removes units in `order` while the document is over the budget, keeps the output
+    /// starting with a user message when the input did (I7, by putting back a user unit that
+    /// fits, or removing the first kept unit when it is `removable`), and removes one more unit
+    /// while the notes at the gaps push it over. Returns the notes' cost, or `None` when I7
+    /// cannot hold.
+    fn remove_in_order(
+        &mut self,
+        order: &[usize],
+        removable: &[bool],
+        first_is_user: bool,
+        notes_cost: &dyn Fn(&[bool]) -> Result<usize>,
+    ) -> Result<Option<usize>> {
+        let mut next = order.iter().copied();
+        loop {
+            while self.total > self.budget {
+                match next.next() {
+                    Some(u) => self.drop(u),
+                    None => break,
+                }
+            }
+            // Over budget, the cannot-fit or --partial path decides first.
+            if first_is_user && self.total <= self.budget {
+                while !self.first_is_user() {
+                    let first = self.first_kept();
+                    match (
+                        self.user_unit_before(first).filter(|&u| self.fits(u)),
+                        first,
+                    ) {
+                        (Some(u), _) => self.put_back(u),
+                        (None, Some(f)) if removable[f] => self.drop(f),
+                        _ => return Ok(None),
+                    }
+                }
+            }
+            let notes = notes_cost(&self.keep)?;
+            if self.total + notes <= self.budget {
+                return Ok(Some(notes));
+            }
+            match next.next() {
+                Some(u) => self.drop(u),
+                None => return Ok(Some(notes)),
+            }
+        }
+    }
+
+    /// `importance`: the last unit removed may have left room. Puts back removed units that
+    /// fit in it, the most important first (`order` is the removal order, least important
+    /// first). A unit that would come before the first kept one must start with a user message
+    /// (I7, when `first_is_user`); one held back for that is tried again once a user message
+    /// before it is back.
+    fn put_back_by_importance(&mut self, order: &[usize], first_is_user: bool) {
+        let conv = self.conv;
+        let mut first = self.first_kept();
+        // Held back: unit -> its rank in the order of importance.
+        let mut held: BTreeMap<usize, usize> = BTreeMap::new();
+        let put_back = |sel: &mut Selection, u: usize| {
+            if sel.keep[u] || sel.forced[u] || !sel.fits(u) {
+                return false;
+            }
+            sel.put_back(u);
+            true
+        };
+        for (rank, &u) in order.iter().rev().enumerate() {
+            let becomes_first =
+                conv.units[u].kind != UnitKind::System && first.is_none_or(|f| u < f);
+            if becomes_first && first_is_user && !starts_with_user(conv, u) {
+                if !self.keep[u] {
+                    held.insert(u, rank);
+                }
+                continue;
+            }
+            if put_back(self, u) && becomes_first {
+                first = Some(u);
+                let mut retry: Vec<(usize, usize)> = held
+                    .split_off(&u)
+                    .into_iter()
+                    .map(|(h, r)| (r, h))
+                    .collect();
+                retry.sort_unstable();
+                for (_, h) in retry {
+                    put_back(self, h);
+                }
+            }
+        }
+    }
 }
 
 /// `--keep-last`: marks as not kept the units (not `spared`) older than the `limit` newest
@@ -545,59 +624,47 @@ fn removal_order(
         .collect()
 }
 
-/// What putting a removed unit back costs, and what it may not exceed.
-struct Room<'a> {
-    unit_tokens: &'a [usize],
-    /// Units `--keep-last` removed: they stay removed.
-    forced: &'a [bool],
-    budget: usize,
-}
-
-/// `importance`: the last unit removed may have left room. Puts back removed units that fit in
-/// it, the most important first. A unit that would come before the first kept one must start
-/// with a user message (I7); one held back for that is tried again once a user message before
-/// it is back.
-fn put_back_by_importance(
-    conv: &Conversation,
-    order: &[usize],
-    room: &Room,
-    first_is_user: bool,
-    keep: &mut [bool],
+/// Over budget with every removable unit removed: without `--partial`, fails saying what must
+/// be kept; with it, cuts the largest texts of the kept unpinned units, tool results first,
+/// middle-out, and fails if even that leaves `total` over the budget (unless best effort).
+/// Returns (message, tokens before, tokens after, original) for each message cut.
+fn cut_or_fail(
+    sel: &Selection,
+    counter: &Counter,
+    count: &DocumentCount,
+    opts: &Options,
+    dialect: Dialect,
+    messages: &mut [Value],
     total: &mut usize,
-) {
-    let n = conv.units.len();
-    let mut first = (0..n).find(|&u| keep[u] && conv.units[u].kind != UnitKind::System);
-    // Held back: unit -> its rank in the order of importance.
-    let mut held: BTreeMap<usize, usize> = BTreeMap::new();
-    let put_back = |u: usize, keep: &mut [bool], total: &mut usize| {
-        if keep[u] || room.forced[u] || *total + room.unit_tokens[u] > room.budget {
-            return false;
-        }
-        keep[u] = true;
-        *total += room.unit_tokens[u];
-        true
-    };
-    for (rank, &u) in order.iter().rev().enumerate() {
-        let becomes_first = conv.units[u].kind != UnitKind::System && first.is_none_or(|f| u < f);
-        if becomes_first && first_is_user && !starts_with_user(conv, u) {
-            if !keep[u] {
-                held.insert(u, rank);
-            }
-            continue;
-        }
-        if put_back(u, keep, total) && becomes_first {
-            first = Some(u);
-            let mut retry: Vec<(usize, usize)> = held
-                .split_off(&u)
-                .into_iter()
-                .map(|(h, r)| (r, h))
-                .collect();
-            retry.sort_unstable();
-            for (_, h) in retry {
-                put_back(h, keep, total);
-            }
-        }
+) -> Result<Vec<(usize, usize, usize, Value)>> {
+    let tokens_before = count.total();
+    if !opts.partial {
+        return Err(cannot_fit(
+            tokens_before,
+            opts.budget,
+            format!(
+                "{} (try --partial, --drop-system, --no-keep-task or a larger budget)",
+                must_keep(sel, count, *total - sel.total)
+            ),
+        ));
     }
+    let cuttable: Vec<usize> = (0..sel.keep.len())
+        .filter(|&u| sel.keep[u] && !sel.pinned[u])
+        .flat_map(|u| sel.conv.units[u].range())
+        .collect();
+    let partial = cut_partial(
+        dialect, counter, count, &cuttable, sel.budget, messages, total,
+    )?;
+    if *total > sel.budget && !opts.best_effort {
+        return Err(cannot_fit(
+            tokens_before,
+            opts.budget,
+            format!(
+                "even with --partial the document needs {total} tokens (pinned messages, tool-call arguments, thinking and images are never cut; try --drop-system, --no-keep-task or a larger budget)"
+            ),
+        ));
+    }
+    Ok(partial)
 }
 
 /// `--partial`: cuts the largest texts of messages `cuttable`, tool results first,
@@ -746,14 +813,8 @@ fn cannot_fit(tokens_before: usize, budget: u64, reason: String) -> anyhow::Erro
 }
 
 /// Explains what must be kept and what it costs.
-fn must_keep(
-    conv: &Conversation,
-    keep: &[bool],
-    pinned: &[bool],
-    unit_tokens: &[usize],
-    count: &DocumentCount,
-    notes: usize,
-) -> String {
+fn must_keep(sel: &Selection, count: &DocumentCount, notes: usize) -> String {
+    let (conv, keep, pinned, unit_tokens) = (sel.conv, &sel.keep, &sel.pinned, &sel.unit_tokens);
     let n = conv.units.len();
     let system: usize = (0..n)
         .filter(|&u| pinned[u] && conv.units[u].kind == UnitKind::System)
