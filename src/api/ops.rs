@@ -104,7 +104,8 @@ fn request_tokens(
 }
 
 /// What [`fit`] and [`truncate`] work to: a budget as given (`None`: the window minus the
-/// reserve), and the tokens kept free for the reply (`None`: the body's `max_tokens`, else 4096).
+/// reserve), and the tokens kept free for the reply (`None`: the body's
+/// `max_completion_tokens`, `max_tokens` or `max_output_tokens`, else 4096).
 #[derive(Clone, Copy, Debug, Default)]
 struct Room {
     budget: Option<Budget>,
@@ -256,7 +257,8 @@ budget_and_reserve!(
     /// a warning.
     new,
     /// Tokens kept free for the reply: the budget never goes above the window minus this
-    /// (default: the body's `max_tokens` / `max_completion_tokens`, else 4096).
+    /// (default: the body's `max_completion_tokens`, `max_tokens` or `max_output_tokens`, else
+    /// 4096).
     reserve
 );
 

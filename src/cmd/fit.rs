@@ -225,7 +225,7 @@ impl Rewrite for Args {
                         "--trigger ({given} tokens) is below the budget ({given_budget} tokens): the trigger must be at least the budget"
                     );
                 }
-                p.request_tokens("--trigger", t, self.budget.reserve)?
+                p.request_tokens("--trigger", t, self.budget.reserve.tokens)?
             }
             None => budget,
         };

@@ -191,7 +191,8 @@ pub struct Prepared {
 
 impl Prepared {
     /// The most input a request for this document may hold: the window minus the reserve
-    /// (`reserve`, else the body's max_tokens / max_completion_tokens, else 4096); `None` when
+    /// (`reserve`, else the body's max_completion_tokens, max_tokens or max_output_tokens, else
+    /// 4096); `None` when
     /// the window is unknown.
     pub fn input_limit(&self, reserve: Option<u64>) -> Result<Option<InputLimit>> {
         self.settings
@@ -250,10 +251,17 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "N|P%")]
     pub budget: Option<Budget>,
 
-    /// Tokens kept free for the reply: the budget never goes above the window minus this
-    /// (default: the body's max_tokens / max_completion_tokens, else 4096).
-    #[arg(long, value_name = "N")]
-    pub reserve: Option<u64>,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
+}
+
+/// `--reserve`, for every command with a budget or a trigger.
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct ReserveArgs {
+    /// Tokens kept free for the reply: no budget or trigger goes above the window minus this
+    /// (default: the body's max_completion_tokens, max_tokens or max_output_tokens, else 4096).
+    #[arg(long = "reserve", value_name = "N")]
+    pub tokens: Option<u64>,
 }
 
 impl BudgetArgs {
@@ -261,10 +269,10 @@ impl BudgetArgs {
     /// warning in `p`), else the window minus the reserve.
     pub fn budget(&self, p: &mut Prepared) -> Result<u64> {
         match self.budget {
-            Some(b) => p.request_tokens("--budget", b, self.reserve),
+            Some(b) => p.request_tokens("--budget", b, self.reserve.tokens),
             None => p
                 .settings
-                .default_budget(self.reserve, p.doc.body_max_tokens()),
+                .default_budget(self.reserve.tokens, p.doc.body_max_tokens()),
         }
     }
 }

@@ -4,7 +4,7 @@ use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 
 use super::runner::{Counted, Rewrite, Rewritten};
-use super::{CannotFit, ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
+use super::{CannotFit, ChangeArgs, DocArgs, Env, OutputArgs, Prepared, ReserveArgs, one_of};
 use crate::clip::DEFAULT_PLACEHOLDER;
 use crate::settings::Budget;
 
@@ -56,10 +56,8 @@ pub struct Args {
     #[arg(long, value_name = "N|P%")]
     pub trigger: Option<Budget>,
 
-    /// Tokens kept free for the reply: --trigger never goes above the window minus this
-    /// (default: the body's max_tokens / max_completion_tokens, else 4096).
-    #[arg(long, value_name = "N")]
-    pub reserve: Option<u64>,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
 
     /// Clear nothing unless at least N tokens would be cleared.
     #[arg(long, value_name = "N")]
@@ -163,7 +161,7 @@ impl Rewrite for Args {
     }
 
     fn limits(&self, p: &mut Prepared) -> Result<Self::Limits> {
-        let reserve = self.reserve;
+        let reserve = self.reserve.tokens;
         let trigger = self
             .trigger
             .map(|t| p.request_tokens("--trigger", t, reserve))

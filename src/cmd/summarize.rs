@@ -8,7 +8,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::json;
 
 use super::runner::{Counted, Rewrite, Rewritten};
-use super::{ChangeArgs, DocArgs, Env, OutputArgs, Prepared, one_of};
+use super::{ChangeArgs, DocArgs, Env, OutputArgs, Prepared, ReserveArgs, one_of};
 use crate::input::{ByteSize, read_flag_file};
 use crate::llm::{BaseUrl, Endpoint, UrlArg};
 use crate::ops::summarize::{Llm, Source};
@@ -69,10 +69,8 @@ pub struct Args {
     #[arg(long, value_name = "N|P%")]
     pub over_tokens: Option<Budget>,
 
-    /// Tokens kept free for the reply: --over-tokens never goes above the window minus this
-    /// (default: the body's max_tokens / max_completion_tokens, else 4096).
-    #[arg(long, value_name = "N")]
-    pub reserve: Option<u64>,
+    #[command(flatten)]
+    pub reserve: ReserveArgs,
 
     /// Summarize even when no trigger holds.
     #[arg(long)]
@@ -353,10 +351,10 @@ impl Rewrite for Args {
 
     fn limits(&self, p: &mut Prepared) -> Result<u64> {
         Ok(match self.over_tokens {
-            Some(b) => p.request_tokens("--over-tokens", b, self.reserve)?,
+            Some(b) => p.request_tokens("--over-tokens", b, self.reserve.tokens)?,
             None => p
                 .settings
-                .default_budget(self.reserve, p.doc.body_max_tokens())
+                .default_budget(self.reserve.tokens, p.doc.body_max_tokens())
                 .map_or(128_000, |b| b.min(128_000)),
         })
     }
