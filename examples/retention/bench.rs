@@ -288,8 +288,18 @@ pub fn measure(
                             && summarized.binary_search(&f.message).is_ok()
                     }) {
                         let e = t.summary.entry(f.category).or_default();
-                        e.0 += usize::from(summary.contains(&f.text));
+                        let kept = summary.contains(&f.text);
+                        e.0 += usize::from(kept);
                         e.1 += 1;
+                        if !kept && std::env::var_os("RETENTION_MISSED").is_some() {
+                            let short: String = f.text.chars().take(100).collect();
+                            eprintln!(
+                                "#   {} at {}: not in the summary: {}: {short:?}",
+                                file.display(),
+                                level.name(),
+                                f.category.name()
+                            );
+                        }
                     }
                 }
                 let kept = retained(&ann.facts, &output);

@@ -32,7 +32,8 @@ pub(crate) use crate::ops::fit::{DEFAULT_SHORTEN_ARGS, Options, Stage, fit};
 ///                 many recent units stay verbatim as leave the summary its room (only with
 ///                 --summarize or in --stages)
 ///   truncate      old units are removed, never the --keep newest exchanges (--strategy)
-///   prune-all     newer results become placeholders too, except the newest unit's
+///   prune-all     newer results become placeholders too, except the newest unit's, whatever
+///                 clearing saves (--min-saving does not apply)
 ///   truncate-all  every unpinned unit but the newest is removed
 ///   partial       the newest unit's largest text is cut to the exact budget (only with
 ///                 --partial or in --stages)

@@ -462,6 +462,9 @@ fn prune_stage(
         Stage::PruneAll => {
             o.keep = 0;
             o.thinking = Thinking::Keep;
+            // The next stage removes whole exchanges: a placeholder that keeps the call and
+            // its status is less loss than that, whatever clearing saves.
+            o.min_saving = 1;
         }
         _ => {}
     }
