@@ -282,7 +282,9 @@ setters!(FitOptions {
     /// truncate stage keeps (default 3).
     keep(results: usize) => op.prune.keep = results;
 
-    /// A result is cleared only when that saves at least this many tokens (default 200).
+    /// The prune stage clears a result only when that saves at least this many tokens (default
+    /// 200); the prune-all stage, which comes just before whole exchanges are removed, clears
+    /// whatever saves anything.
     min_saving(tokens: usize) => op.prune.min_saving = tokens;
 
     /// Which units the truncate stages remove first (default [`Strategy::Oldest`]).
