@@ -39,6 +39,28 @@ pub struct Document {
     batch: Option<Batch>,
 }
 
+/// The `custom_id` of a document that is an OpenAI Batch input line (`custom_id` and `body`), as
+/// the context of its errors: `Batch line "req-7": cannot fit ...`, and the report line of a
+/// failed document names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchLine(pub String);
+
+impl BatchLine {
+    /// The Batch line `raw` is, before it is parsed as a document.
+    pub fn of(raw: &Value) -> Option<BatchLine> {
+        let o = raw.as_object().filter(|o| o.contains_key("body"))?;
+        o.get("custom_id")
+            .and_then(Value::as_str)
+            .map(|id| BatchLine(id.to_string()))
+    }
+}
+
+impl std::fmt::Display for BatchLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Batch line {:?}", self.0)
+    }
+}
+
 /// An OpenAI Batch input line, `{"custom_id", "method", "url", "body"}`: the request is its
 /// `body`; the rest of the line is kept as it is.
 #[derive(Clone, Debug)]
@@ -95,7 +117,7 @@ impl Batch {
         if path.ends_with("/chat/completions") || path.ends_with("/responses") {
             if !path.ends_with(expected) {
                 bail!(
-                    "Batch line: the url is {url:?} but the body has `{key}` (a {} request)",
+                    "Batch line: the url is {url:?} but the body is a {} request",
                     if key == INPUT {
                         "Responses"
                     } else {
@@ -386,12 +408,16 @@ impl Document {
     }
 
     /// The body's output limit (`max_completion_tokens`, else `max_tokens`; a Responses
-    /// body's `max_output_tokens`), if any.
-    pub fn body_max_tokens(&self) -> Option<u64> {
+    /// body's `max_output_tokens`), if any, with where it is (`the body's max_tokens`).
+    pub fn body_max_tokens(&self) -> Option<(u64, &'static str)> {
         let b = self.body()?;
-        ["max_completion_tokens", "max_tokens", "max_output_tokens"]
-            .iter()
-            .find_map(|k| b.get(*k).and_then(Value::as_u64))
+        [
+            ("max_completion_tokens", "the body's max_completion_tokens"),
+            ("max_tokens", "the body's max_tokens"),
+            ("max_output_tokens", "the body's max_output_tokens"),
+        ]
+        .iter()
+        .find_map(|&(k, source)| Some((b.get(k)?.as_u64()?, source)))
     }
 
     /// The body key naming conversation state the server holds, when the document continues
@@ -481,6 +507,28 @@ mod tests {
 
     fn parse(v: Value) -> Result<Document> {
         Document::parse(v, None)
+    }
+
+    /// The reserve's default comes from the body's output limit, named by its key in messages
+    /// (`the reserve (130000 tokens, the body's max_output_tokens) leaves nothing ...`).
+    #[test]
+    fn the_output_limit_is_named_by_its_key() {
+        let limit = |body: Value| parse(body).unwrap().body_max_tokens();
+        let msgs = json!([{"role": "user", "content": "hi"}]);
+        assert_eq!(
+            limit(json!({"messages": msgs, "max_tokens": 5, "max_completion_tokens": 7})),
+            Some((7, "the body's max_completion_tokens"))
+        );
+        assert_eq!(
+            limit(json!({"messages": msgs, "max_tokens": 5})),
+            Some((5, "the body's max_tokens"))
+        );
+        assert_eq!(
+            limit(json!({"input": "hi", "max_output_tokens": 9})),
+            Some((9, "the body's max_output_tokens"))
+        );
+        assert_eq!(limit(json!({"input": "hi"})), None);
+        assert_eq!(limit(msgs), None);
     }
 
     #[test]
@@ -678,9 +726,15 @@ mod tests {
                 .unwrap_err()
                 .to_string();
         assert!(
-            e.contains("the url is \"/v1/chat/completions\" but the body has `input`"),
+            e.contains("the url is \"/v1/chat/completions\" but the body is a Responses request"),
             "{e}"
         );
+        // A body with `instructions` and no `input` is a Responses request too.
+        let e = parse(json!({"custom_id": "t", "url": "/v1/chat/completions",
+            "body": {"model": "gpt-5", "instructions": "be brief"}}))
+        .unwrap_err()
+        .to_string();
+        assert!(e.ends_with("but the body is a Responses request"), "{e}");
         let e = parse(json!({"custom_id": "t", "url": "/v1/embeddings", "body": {"input": "x"}}))
             .unwrap_err()
             .to_string();

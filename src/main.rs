@@ -215,7 +215,7 @@ fn filter<F: Filter>(args: &F, mut env: Env) -> Exit {
     let process = |(origin, raw): (input::Origin, anyhow::Result<input::RawDocument>)| {
         let result = raw
             .and_then(|raw| raw.parse())
-            .and_then(|v| runner.process(&origin, v));
+            .and_then(|v| runner.process_line(&origin, v));
         (origin, result)
     };
     let threads = pool::worker_threads(output.jobs);

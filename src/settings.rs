@@ -358,7 +358,7 @@ impl Settings {
     pub fn default_budget(
         &self,
         reserve: Option<u64>,
-        body_max_tokens: Option<u64>,
+        body_max_tokens: Option<(u64, &'static str)>,
     ) -> Result<u64> {
         match self.input_limit(reserve, body_max_tokens)? {
             Some(limit) => Ok(limit.tokens),
@@ -373,14 +373,14 @@ impl Settings {
     pub fn input_limit(
         &self,
         reserve: Option<u64>,
-        body_max_tokens: Option<u64>,
+        body_max_tokens: Option<(u64, &'static str)>,
     ) -> Result<Option<InputLimit>> {
         let Some(window) = self.context_window else {
             return Ok(None);
         };
         let (reserve, source) = match (reserve, body_max_tokens) {
             (Some(r), _) => (r, "--reserve"),
-            (None, Some(m)) => (m, "the body's max_tokens"),
+            (None, Some((m, source))) => (m, source),
             (None, None) => (DEFAULT_RESERVE, "default; --reserve sets it"),
         };
         if reserve >= window {
@@ -485,7 +485,10 @@ mod tests {
     #[test]
     fn budgets_over_the_window_minus_the_reserve_are_lowered() {
         let (s, _) = settings(&ModelOptions::default(), Some("gpt-4o"), None);
-        let limit = s.input_limit(None, Some(16384)).unwrap().unwrap();
+        let limit = s
+            .input_limit(None, Some((16384, "the body's max_tokens")))
+            .unwrap()
+            .unwrap();
         assert_eq!(limit.tokens, 128_000 - 16384);
         let mut w = Vec::new();
         let t = s
@@ -504,7 +507,7 @@ mod tests {
         assert_eq!((t, w.len()), (89600, 1));
         // --reserve beats the body; a reserve that leaves nothing is an error.
         assert_eq!(
-            s.input_limit(Some(1000), Some(16384))
+            s.input_limit(Some(1000), Some((16384, "the body's max_tokens")))
                 .unwrap()
                 .unwrap()
                 .tokens,
@@ -545,8 +548,16 @@ mod tests {
         let (s, _) = settings(&ModelOptions::default(), Some("gpt-4o"), None);
         assert_eq!(s.budget_tokens(Budget::Percent(50.0)).unwrap(), 64000);
         assert_eq!(s.default_budget(None, None).unwrap(), 128000 - 4096);
-        assert_eq!(s.default_budget(None, Some(1000)).unwrap(), 127000);
-        assert_eq!(s.default_budget(Some(8000), Some(1000)).unwrap(), 120000);
+        assert_eq!(
+            s.default_budget(None, Some((1000, "the body's max_tokens")))
+                .unwrap(),
+            127000
+        );
+        assert_eq!(
+            s.default_budget(Some(8000), Some((1000, "the body's max_tokens")))
+                .unwrap(),
+            120000
+        );
         assert_eq!("80%".parse::<Budget>().unwrap(), Budget::Percent(80.0));
         assert_eq!("6_000".parse::<Budget>().unwrap(), Budget::Tokens(6000));
         assert!("0%".parse::<Budget>().is_err());

@@ -22,6 +22,16 @@ pub trait Run: Sync {
     /// What one document becomes (an error: nothing is written for it).
     fn process(&self, origin: &Origin, value: Value) -> Result<Outcome>;
 
+    /// [`Run::process`], with the error of a failed OpenAI Batch line named by its
+    /// `custom_id` (`Batch line "req-7": ...`), which the report line of the failure carries.
+    fn process_line(&self, origin: &Origin, value: Value) -> Result<Outcome> {
+        let line = crate::document::BatchLine::of(&value);
+        self.process(origin, value).map_err(|e| match line {
+            Some(line) => e.context(line),
+            None => e,
+        })
+    }
+
     /// Notes about the whole run, told once (which engine `--engine auto` chose).
     fn notes(&self) -> Vec<String> {
         Vec::new()

@@ -231,6 +231,9 @@ impl Sidecars {
             return Ok(());
         }
         let mut m = Self::origin_fields(origin);
+        if let Some(line) = e.downcast_ref::<crate::document::BatchLine>() {
+            m.insert("custom_id".into(), line.0.clone().into());
+        }
         m.insert("error".into(), format!("{e:#}").into());
         m.insert("exit".into(), code.code().into());
         if let Some(cf) = e.downcast_ref::<CannotFit>() {

@@ -225,7 +225,8 @@ fn calls(doc: &Document, out: &mut Vec<Finding>) {
     }
 }
 
-/// Duplicate call ids within one message, and ids reused by a later message.
+/// Duplicate call ids within one message or one turn (Responses items: each call is an item of
+/// its own), and ids reused by a later turn.
 fn call_ids(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
     let mut first_use: HashMap<&str, usize> = HashMap::new();
     for (i, info) in convo.messages.iter().enumerate() {
@@ -245,6 +246,18 @@ fn call_ids(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
                 ));
             }
             match first_use.get(id) {
+                Some(&first) if first != i && convo.messages[first].unit == info.unit => {
+                    out.push(found(
+                        doc,
+                        i,
+                        "",
+                        error(
+                            "duplicate-call-id",
+                            &c.at,
+                            format!("call id '{id}' is used twice in one turn (first by message {first})"),
+                        ),
+                    ));
+                }
                 Some(&first) if first != i => out.push(found(
                     doc,
                     i,
