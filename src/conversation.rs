@@ -2,12 +2,13 @@
 //!
 //! A *unit* is what commands keep or remove as a whole (SPEC §2): a tool exchange (an assistant
 //! message with tool calls plus the results that answer it), a system/developer message, or any
-//! other single message. Pairing is positional: results answer the calls of the nearest
-//! preceding assistant message, never a global id map, because real traffic reuses call ids.
+//! other single message; a control item (a Responses `compaction_trigger`) is no unit of its own
+//! but part of the unit before it. Pairing is positional: results answer the calls before them in
+//! their exchange, never a global id map, because real traffic reuses call ids.
 //! Each message is read by its dialect ([`crate::dialect`]), which also says where a tool
 //! exchange ends. This module never changes messages; it also never counts tokens.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use anyhow::{Result, bail};
 use serde_json::Value;
@@ -77,9 +78,20 @@ impl Conversation {
                 m.fixed = false;
             }
         }
-        let mut units = Vec::new();
+        let mut units: Vec<Unit> = Vec::new();
         let mut i = 0;
+        // Control items before the first unit, which they join.
+        let mut leading = 0;
         while i < msgs.len() {
+            // A control item is no unit of its own: it joins the unit before it.
+            if msgs[i].control {
+                i += 1;
+                match units.last_mut() {
+                    Some(unit) => unit.end = i,
+                    None => leading = i,
+                }
+                continue;
+            }
             let start = i;
             // The latest compaction opens what the model reads, as a system prompt does.
             let kind = if msgs[i].role.is_system() || Some(i) == latest {
@@ -94,8 +106,16 @@ impl Conversation {
             };
             units.push(Unit {
                 kind,
-                start,
+                start: if units.is_empty() { 0 } else { start },
                 end: i,
+            });
+        }
+        if units.is_empty() && leading > 0 {
+            // Nothing but control items.
+            units.push(Unit {
+                kind: UnitKind::Single,
+                start: 0,
+                end: leading,
             });
         }
         for (u, unit) in units.iter().enumerate() {
@@ -124,8 +144,10 @@ impl Conversation {
             .units
             .iter()
             .map(|u| {
+                let msgs = &self.messages[u.range()];
                 (u.kind == UnitKind::System && !opts.drop_system)
-                    || self.messages[u.range()].iter().any(|m| m.fixed)
+                    || msgs.iter().any(|m| m.fixed)
+                    || msgs.iter().all(|m| m.control)
             })
             .collect();
         if let (Some(task), false) = (self.task, opts.no_keep_task) {
@@ -138,10 +160,40 @@ impl Conversation {
         Ok(pinned)
     }
 
-    /// For each message, whether its unit is pinned.
+    /// For each message, whether it must be kept: its unit is pinned, or it is a control item
+    /// (kept where it is, without pinning the unit it belongs to).
     pub fn pinned_messages(&self, opts: &PinOptions) -> Result<Vec<bool>> {
         let units = self.pinned_units(opts)?;
-        Ok(self.messages.iter().map(|m| units[m.unit]).collect())
+        Ok(self
+            .messages
+            .iter()
+            .map(|m| units[m.unit] || m.control)
+            .collect())
+    }
+
+    /// The newest message that is not a control item: what the model answers next.
+    pub fn last_message(&self) -> Option<usize> {
+        self.messages.iter().rposition(|m| !m.control)
+    }
+
+    /// Where the `k` newest messages start, extended back to the start of their unit, counting
+    /// no control item among them: 0 when there are no more than `k`, the end for `k` = 0.
+    pub fn recent_start(&self, k: usize) -> usize {
+        let n = self.messages.len();
+        if k == 0 {
+            return n;
+        }
+        let mut seen = 0;
+        for i in (0..n).rev() {
+            if self.messages[i].control {
+                continue;
+            }
+            seen += 1;
+            if seen == k {
+                return self.units[self.messages[i].unit].start;
+            }
+        }
+        0
     }
 
     /// The call a result answers.
@@ -185,37 +237,30 @@ pub fn resolve_index(p: i64, len: usize) -> Result<usize> {
     Ok(i as usize)
 }
 
-/// Pairs every result in an exchange with the first unanswered call of the same id (legacy
-/// `function` results with the first unanswered legacy call).
+/// Pairs every result in an exchange with the first unanswered call of the same id before it
+/// (legacy `function` results with the first unanswered legacy call before them).
 fn pair_results(msgs: &mut [Message], range: std::ops::Range<usize>) {
-    let mut open: HashMap<Option<String>, Vec<CallRef>> = HashMap::new();
-    let mut legacy_open: Vec<CallRef> = Vec::new();
-    for m in range.clone() {
-        if msgs[m].role != Role::Assistant {
-            continue;
-        }
-        for (c, call) in msgs[m].calls.iter().enumerate() {
-            let r = CallRef {
-                message: m,
-                call: c,
-            };
-            if call.legacy {
-                legacy_open.push(r);
-            } else {
-                open.entry(call.id.clone()).or_default().push(r);
+    let mut open: HashMap<Option<String>, VecDeque<CallRef>> = HashMap::new();
+    let mut legacy_open: VecDeque<CallRef> = VecDeque::new();
+    for m in range {
+        if msgs[m].role == Role::Assistant {
+            for (c, call) in msgs[m].calls.iter().enumerate() {
+                let r = CallRef {
+                    message: m,
+                    call: c,
+                };
+                if call.legacy {
+                    legacy_open.push_back(r);
+                } else {
+                    open.entry(call.id.clone()).or_default().push_back(r);
+                }
             }
         }
-    }
-    legacy_open.reverse();
-    for list in open.values_mut() {
-        list.reverse();
-    }
-    for m in range {
         for r in &mut msgs[m].results {
             r.answers = if r.legacy {
-                legacy_open.pop()
+                legacy_open.pop_front()
             } else if r.id.is_some() {
-                open.get_mut(&r.id).and_then(Vec::pop)
+                open.get_mut(&r.id).and_then(VecDeque::pop_front)
             } else {
                 None
             };

@@ -118,6 +118,15 @@ pub struct Message {
     pub fixed: bool,
     /// A Responses `compaction` item: it stands for everything before it.
     pub compaction: bool,
+    /// A Responses `reasoning` item: every response of a reasoning model starts with one, so it
+    /// says where a model response starts (the calls after it, interleaved with their outputs,
+    /// are its own until the next one).
+    pub reasoning: bool,
+    /// A control item without content (a Responses `compaction_trigger`, which must be last): no
+    /// unit of its own (it belongs to the unit before it, at the start to the one after), pinned
+    /// by itself without pinning that unit (it goes only with a unit that is removed whole), and
+    /// not a message of the conversation for "the newest" or "the recent" messages.
+    pub control: bool,
     /// Index of the unit holding this message (set by the conversation model; 0 as read).
     pub unit: usize,
 }
@@ -133,6 +142,8 @@ impl Message {
             joins: false,
             fixed: false,
             compaction: false,
+            reasoning: false,
+            control: false,
             unit: 0,
         }
     }

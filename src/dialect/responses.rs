@@ -18,11 +18,15 @@
 //!   the calls or message that follow it;
 //! - `compaction` (an opaque summary of everything before it, `compaction_summary` in older
 //!   Codex histories), `item_reference` (an item the server holds; `type` may be missing),
-//!   `compaction_trigger` (a control item that must stay last). ctx keeps these as they are.
+//!   `compaction_trigger` (a control item that must stay last, no unit of its own). ctx keeps
+//!   these as they are.
 //!
 //! Each item is one message of ctx's conversation model. An exchange is one assistant turn: the
 //! run of model items (assistant messages, reasoning, calls) and the outputs that follow it, so
-//! parallel calls and their reasoning stay together.
+//! parallel calls and their reasoning stay together. After a reasoning item (which starts a
+//! model response) the model's calls that follow its outputs, up to the next reasoning item, are
+//! the same response's (clients write parallel calls each followed by its output): they stay in
+//! the exchange. A control item joins the unit before it ([`crate::conversation`]).
 
 use serde_json::{Map, Value, json};
 
@@ -400,15 +404,23 @@ impl Rules for Responses {
                     });
                     msg.only_results = true;
                 }
-                ItemKind::Hosted | ItemKind::Reasoning => msg.joins = true,
+                ItemKind::Hosted => msg.joins = true,
+                ItemKind::Reasoning => {
+                    msg.joins = true;
+                    msg.reasoning = true;
+                }
                 ItemKind::Compaction => {
                     msg.role = Role::Other(item.ty.to_string());
                     msg.fixed = true;
                     msg.compaction = true;
                 }
-                ItemKind::Reference | ItemKind::Control => {
+                ItemKind::Reference => {
                     msg.role = Role::Other(item.ty.to_string());
                     msg.fixed = true;
+                }
+                ItemKind::Control => {
+                    msg.role = Role::Other(item.ty.to_string());
+                    msg.control = true;
                 }
             },
             ItemType::Unknown(ty) => {
@@ -425,6 +437,7 @@ impl Rules for Responses {
 
     fn exchange_end(msgs: &[Message], i: usize) -> Option<usize> {
         let model = |m: &Message| m.role == Role::Assistant;
+        let plain = |run: &[Message]| run.iter().all(|m| m.calls.is_empty() && !m.joins);
         if !model(&msgs[i]) {
             return None;
         }
@@ -434,12 +447,36 @@ impl Rules for Responses {
             j += 1;
         }
         // A run of plain assistant messages is no exchange: each is a unit of its own.
-        if msgs[i..j].iter().all(|m| m.calls.is_empty() && !m.joins) {
+        if plain(&msgs[i..j]) {
             return None;
         }
-        let mut k = j;
-        while k < msgs.len() && msgs[k].role == Role::Tool {
-            k += 1;
+        let outputs = |mut k: usize| {
+            while k < msgs.len() && msgs[k].role == Role::Tool {
+                k += 1;
+            }
+            k
+        };
+        let mut k = outputs(j);
+        // A reasoning item starts a model response (every response of a reasoning model opens
+        // with one), and clients write a response's parallel calls each followed by its output:
+        // the model's items after the outputs are the same response's until the next reasoning
+        // item (or an item that is not the model's), and the API rejects them without its
+        // reasoning. A run of them with a call stays in the unit with its outputs; a run of
+        // plain assistant messages after the last outputs (the answer) stays units of its own,
+        // as elsewhere. Without reasoning nothing says where a response starts, and each run of
+        // calls is a unit of its own.
+        if msgs[i..j].iter().any(|m| m.reasoning) {
+            let same_response = |m: &Message| model(m) && !m.reasoning;
+            loop {
+                let mut e = k;
+                while e < msgs.len() && same_response(&msgs[e]) {
+                    e += 1;
+                }
+                if plain(&msgs[k..e]) {
+                    break;
+                }
+                k = outputs(e);
+            }
         }
         Some(k)
     }
@@ -677,8 +714,9 @@ mod tests {
         ]
     }
 
-    /// Parallel calls, their outputs and the reasoning before them are one unit; a hosted call
-    /// and the message after it another; compaction, references and unknown items are kept.
+    /// Parallel calls, their outputs and the reasoning before them are one unit, and so are the
+    /// hosted call and the message after the outputs (no reasoning item starts another
+    /// response); compaction, references and unknown items are kept.
     #[test]
     fn a_turn_is_its_reasoning_calls_and_outputs() {
         let conv = Conversation::new(&items(), Dialect::Responses);
@@ -692,8 +730,7 @@ mod tests {
             [
                 (UnitKind::System, 0, 1),
                 (UnitKind::Single, 1, 2),
-                (UnitKind::ToolExchange, 2, 7),
-                (UnitKind::ToolExchange, 7, 9),
+                (UnitKind::ToolExchange, 2, 9),
                 (UnitKind::System, 9, 10),
                 (UnitKind::Single, 10, 11),
                 (UnitKind::Single, 11, 12),
@@ -705,8 +742,199 @@ mod tests {
             .collect();
         assert_eq!(results, [Some(3), Some(4)]);
         let pinned = conv.pinned_units(&Default::default()).unwrap();
-        assert_eq!(pinned, [true, true, false, false, true, true, true]);
-        assert_eq!(conv.compacted, Some(4));
+        assert_eq!(pinned, [true, true, false, true, true, true]);
+        assert_eq!(conv.compacted, Some(3));
+    }
+
+    fn units_of(items: &[Value]) -> Vec<(UnitKind, usize, usize)> {
+        Conversation::new(items, Dialect::Responses)
+            .units
+            .iter()
+            .map(|u| (u.kind, u.start, u.end))
+            .collect()
+    }
+
+    fn user(text: &str) -> Value {
+        json!({"role": "user", "content": text})
+    }
+
+    fn reasoning(id: &str) -> Value {
+        json!({"type": "reasoning", "id": id, "summary": [], "encrypted_content": "gAAAA"})
+    }
+
+    fn fc(id: &str) -> Value {
+        json!({"type": "function_call", "call_id": id, "name": "get_weather", "arguments": "{}"})
+    }
+
+    fn out(id: &str) -> Value {
+        json!({"type": "function_call_output", "call_id": id, "output": "18C"})
+    }
+
+    fn said(text: &str) -> Value {
+        json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
+    }
+
+    /// A reasoning model's response whose parallel calls the client wrote each followed by its
+    /// output (as the SDKs' agent loops do) is one unit with its reasoning: the API rejects a
+    /// call sent without the reasoning item of its response. A message between them is the
+    /// response's too; plain messages after the last outputs (the answer) are units of their own.
+    #[test]
+    fn interleaved_parallel_calls_after_reasoning_are_one_unit() {
+        let items = [
+            user("Weather in Paris, Rome and Oslo?"),
+            reasoning("rs_1"),
+            fc("call_1"),
+            out("call_1"),
+            fc("call_2"),
+            out("call_2"),
+            said("One more."),
+            fc("call_3"),
+            out("call_3"),
+            said("Paris 16C, Rome 18C, Oslo 4C."),
+            user("Thanks."),
+        ];
+        use UnitKind::*;
+        assert_eq!(
+            units_of(&items),
+            [
+                (Single, 0, 1),
+                (ToolExchange, 1, 9),
+                (Single, 9, 10),
+                (Single, 10, 11)
+            ]
+        );
+        let conv = Conversation::new(&items, Dialect::Responses);
+        let answers: Vec<_> = [3, 5, 8]
+            .iter()
+            .map(|&m| conv.messages[m].results[0].answers.map(|c| c.message))
+            .collect();
+        assert_eq!(answers, [Some(2), Some(4), Some(7)]);
+        // The readers see each call in an assistant message before its output.
+        let view = chat_view(&items);
+        let call = |m: usize| view[m]["tool_calls"][0]["id"].clone();
+        assert_eq!([call(1), call(4), call(6)], ["call_1", "call_2", "call_3"]);
+        assert_eq!(view[6]["content"], "One more.");
+        let answered: Vec<&Value> = [3, 5, 8]
+            .iter()
+            .map(|&m| &view[m]["tool_call_id"])
+            .collect();
+        assert_eq!(answered, ["call_1", "call_2", "call_3"]);
+        // Written the other way ([rs, fc1, fc2, out1, out2]) it was one unit already.
+        let grouped = [
+            user("Weather in Paris and Rome?"),
+            reasoning("rs_1"),
+            fc("call_1"),
+            fc("call_2"),
+            out("call_1"),
+            out("call_2"),
+        ];
+        assert_eq!(units_of(&grouped), [(Single, 0, 1), (ToolExchange, 1, 6)]);
+    }
+
+    /// Without reasoning items nothing says where a response starts: each call and the outputs
+    /// after it stay a unit of their own (truncation keeps its granularity).
+    #[test]
+    fn without_reasoning_each_call_and_its_outputs_are_a_unit() {
+        let items = [
+            user("Weather in Paris and Rome?"),
+            fc("call_1"),
+            out("call_1"),
+            fc("call_2"),
+            out("call_2"),
+            said("Paris 16C, Rome 18C."),
+        ];
+        use UnitKind::*;
+        assert_eq!(
+            units_of(&items),
+            [
+                (Single, 0, 1),
+                (ToolExchange, 1, 3),
+                (ToolExchange, 3, 5),
+                (Single, 5, 6)
+            ]
+        );
+    }
+
+    /// A reasoning item starts the next response, and so the next unit; so does a message
+    /// that is not the model's.
+    #[test]
+    fn a_reasoning_item_or_a_message_not_the_models_starts_a_new_unit() {
+        let items = [
+            user("Weather in Paris and Rome?"),
+            reasoning("rs_1"),
+            fc("call_1"),
+            out("call_1"),
+            reasoning("rs_2"),
+            fc("call_2"),
+            out("call_2"),
+            reasoning("rs_3"),
+            said("Paris 16C, Rome 18C."),
+        ];
+        use UnitKind::*;
+        assert_eq!(
+            units_of(&items),
+            [
+                (Single, 0, 1),
+                (ToolExchange, 1, 4),
+                (ToolExchange, 4, 7),
+                (ToolExchange, 7, 9)
+            ]
+        );
+        let items = [
+            user("Weather in Paris and Rome?"),
+            reasoning("rs_1"),
+            fc("call_1"),
+            out("call_1"),
+            json!({"type": "message", "role": "developer", "content": "be brief"}),
+            fc("call_2"),
+            out("call_2"),
+        ];
+        assert_eq!(
+            units_of(&items),
+            [
+                (Single, 0, 1),
+                (ToolExchange, 1, 4),
+                (System, 4, 5),
+                (ToolExchange, 5, 7)
+            ]
+        );
+    }
+
+    /// A control item is no unit of its own: it belongs to the unit before it (at the start, the
+    /// one after), is kept (pinned by itself, without pinning its unit) and is not the newest
+    /// message.
+    #[test]
+    fn a_control_item_joins_the_unit_before_it() {
+        let trigger = json!({"type": "compaction_trigger"});
+        let items = [
+            user("Fix the bug."),
+            fc("a"),
+            out("a"),
+            said("All tests pass now."),
+            trigger.clone(),
+        ];
+        use UnitKind::*;
+        assert_eq!(
+            units_of(&items),
+            [(Single, 0, 1), (ToolExchange, 1, 3), (Single, 3, 5)]
+        );
+        let conv = Conversation::new(&items, Dialect::Responses);
+        let pins = Default::default();
+        assert_eq!(conv.pinned_units(&pins).unwrap(), [true, false, false]);
+        assert_eq!(
+            conv.pinned_messages(&pins).unwrap(),
+            [true, false, false, false, true]
+        );
+        assert_eq!(conv.recent_start(1), 3);
+        assert_eq!(conv.recent_start(2), 1);
+        assert_eq!(conv.last_message(), Some(3));
+        let items = [trigger.clone(), user("Fix the bug."), said("Done.")];
+        assert_eq!(units_of(&items), [(Single, 0, 2), (Single, 2, 3)]);
+        let items = [trigger.clone()];
+        let conv = Conversation::new(&items, Dialect::Responses);
+        assert_eq!(units_of(&items), [(Single, 0, 1)]);
+        assert_eq!(conv.pinned_units(&Default::default()).unwrap(), [true]);
+        assert_eq!(conv.last_message(), None);
     }
 
     #[test]
@@ -812,5 +1040,26 @@ mod tests {
             {"type": "function_call", "call_id": "b", "name": "f", "arguments": "{}"}
         ]});
         assert!(codes(open).is_empty());
+        // Interleaved with their outputs, and before a control item, too.
+        let open = json!({"input": [
+            {"role": "user", "content": "hi"},
+            {"type": "reasoning", "summary": []},
+            {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "a", "output": "x"},
+            {"type": "function_call", "call_id": "b", "name": "f", "arguments": "{}"},
+            {"type": "compaction_trigger"}
+        ]});
+        assert!(codes(open).is_empty());
+        // An output before the call of its id answers no call.
+        let early = json!({"input": [
+            {"role": "user", "content": "hi"},
+            {"type": "reasoning", "summary": []},
+            {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "b", "output": "x"},
+            {"type": "function_call", "call_id": "b", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "a", "output": "y"},
+            {"role": "user", "content": "and?"}
+        ]});
+        assert_eq!(codes(early), ["orphan-result", "unanswered-call"]);
     }
 }

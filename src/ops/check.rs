@@ -368,13 +368,14 @@ fn lone_reasoning(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) 
 /// Calls no result answers, except in the final message (a loop in progress).
 fn unanswered_calls(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
     // The calls after the last result of the document are the loop in progress (one message
-    // in a chat dialect, one item a call in the Responses API).
-    let last = convo
-        .messages
+    // in a chat dialect, one item a call in the Responses API); control items after them
+    // (a Responses `compaction_trigger`) are no messages of the conversation.
+    let end = convo.last_message().map_or(0, |i| i + 1);
+    let last = convo.messages[..end]
         .iter()
         .rposition(|m| !m.results.is_empty() || m.calls.is_empty())
         .map_or(0, |i| i + 1)
-        .min(convo.messages.len().saturating_sub(1));
+        .min(end.saturating_sub(1));
     for unit in convo
         .units
         .iter()

@@ -555,6 +555,10 @@ fn summarize_stage(
     let mut used = 0;
     let mut recent = 0;
     for i in (0..pinned.len()).rev() {
+        // A control item is no recent message (and is kept anyway).
+        if conv.messages[i].control {
+            continue;
+        }
         let t = st.count.messages[i].total();
         if !pinned[i] {
             if used + t > room {

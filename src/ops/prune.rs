@@ -638,7 +638,8 @@ impl Pass<'_> {
     fn drop_thinking(&mut self, out: &mut Pruning) -> Result<()> {
         let (conv, dialect) = (self.conv, self.dialect);
         let last_turn = conv.turns.last().copied().unwrap_or(0);
-        let unfinished = conv.messages.last().is_some_and(|m| {
+        let unfinished = conv.last_message().is_some_and(|i| {
+            let m = &conv.messages[i];
             !m.results.is_empty() || (m.role == Role::Assistant && !m.calls.is_empty())
         });
         for (i, m) in conv.messages.iter().enumerate() {

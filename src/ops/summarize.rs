@@ -559,13 +559,7 @@ pub fn plan(
     })?;
     let n = msgs.len();
     let previous = find_previous(msgs, &conv, &pinned, &named, doc.dialect, role);
-    let boundary = if opts.keep_recent == 0 {
-        n
-    } else if n <= opts.keep_recent {
-        0
-    } else {
-        conv.units[conv.messages[n - opts.keep_recent].unit].start
-    };
+    let boundary = conv.recent_start(opts.keep_recent);
     // Only pinned messages come before a running summary, so the range starts after it.
     let mut range: Vec<usize> = (previous.map_or(0, |(s, _)| s + 1)..boundary)
         .filter(|&i| !pinned[i])

@@ -551,7 +551,7 @@ fn keep_last(
         }
         let c = conv.units[u]
             .range()
-            .filter(|&m| !conv.messages[m].role.is_system())
+            .filter(|&m| !conv.messages[m].role.is_system() && !conv.messages[m].control)
             .filter(|&m| !is_note(&messages[m], note_matcher))
             .count();
         if Some(u) == newest {

@@ -586,3 +586,37 @@ fn shortened_arguments_are_recorded_with_their_originals() {
     assert_eq!(p.shortened.len(), 1);
     assert_eq!(p.shortened[0].0, 1, "oldest first");
 }
+
+/// A Responses tool loop still running (its last call answered, a control item after it) keeps
+/// its reasoning: the API rejects its calls without it.
+#[test]
+fn responses_reasoning_of_an_unfinished_loop_before_a_control_item_is_kept() {
+    let value: Value = serde_json::from_str(
+        r#"{"model": "gpt-5", "input": [
+        {"role": "user", "content": "task"},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA1"},
+        {"type": "message", "role": "assistant", "content": "done"},
+        {"role": "user", "content": "next"},
+        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAAA2"},
+        {"type": "function_call", "call_id": "a", "name": "ls", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "a", "output": "a.txt"},
+        {"type": "compaction_trigger"}]}"#,
+    )
+    .unwrap();
+    let doc = parse(value, Dialect::Responses);
+    let out = run(
+        &doc,
+        &Options {
+            thinking: Thinking::All,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let mut kept: Vec<&Value> = doc.messages().iter().collect();
+    kept.remove(1);
+    assert_eq!(
+        out.messages().iter().collect::<Vec<_>>(),
+        kept,
+        "the old reasoning goes, the unfinished loop keeps its own"
+    );
+}

@@ -159,3 +159,23 @@ fn a_responses_session_is_summarized_as_its_chat_twin() {
     assert!(chat.contains("Errors:\n- E       ValueError"), "{chat}");
     assert_eq!(responses, chat);
 }
+
+/// A control item at the end (`compaction_trigger`) is no recent message: `--keep-recent 1`
+/// keeps the model's answer before it verbatim, and the trigger stays last.
+#[test]
+fn a_trailing_control_item_is_not_a_recent_message() {
+    let log: String = (0..40)
+        .map(|k| format!("tests/test_app.py::test_case_{k:03} PASSED\n"))
+        .collect();
+    let value = serde_json::json!({"model": "gpt-5", "input": [
+        {"role": "user", "content": "Fix the bug."},
+        {"type": "function_call", "call_id": "a", "name": "bash", "arguments": "{\"cmd\":\"pytest\"}"},
+        {"type": "function_call_output", "call_id": "a", "output": log},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "All tests pass now."}]},
+        {"type": "compaction_trigger"}]});
+    let doc = parse(value, Dialect::Responses);
+    let out = run(&doc, 1, false, false, OnError::Fail).unwrap();
+    let msgs = out.messages();
+    assert!(msgs.iter().any(is_summary), "{msgs:?}");
+    assert_eq!(msgs[msgs.len() - 2..], doc.messages()[3..], "{msgs:?}");
+}

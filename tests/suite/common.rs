@@ -216,7 +216,8 @@ fn encrypted(n: usize, seed: usize) -> String {
 
 /// [`build`] for the Responses API: messages in either form (a string or typed parts), each
 /// exchange a reasoning item, calls (function calls in parallel; every third exchange a custom
-/// tool call, every fourth after a hosted web search) and their outputs (strings or parts).
+/// tool call, every fourth after a hosted web search) and their outputs (strings or parts), every
+/// fifth interleaved with them.
 fn build_items(steps: &[Step], dangling_final_call: bool) -> Vec<Value> {
     let mut items = Vec::new();
     let mut seed = 0;
@@ -270,9 +271,11 @@ fn build_items(steps: &[Step], dangling_final_call: bool) -> Vec<Value> {
                     "summary": [{"type": "summary_text", "text": words(6, seed)}],
                     "encrypted_content": encrypted(900 + seed * 13, seed)}));
                 let custom = seed % 3 == 0;
+                let mut made = Vec::new();
+                let mut outputs = Vec::new();
                 for (k, (id, _)) in calls.iter().enumerate() {
                     let call_id = format!("call_{id}_{k}");
-                    items.push(if custom && k == 0 {
+                    made.push(if custom && k == 0 {
                         json!({"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch",
                             "input": format!("*** Begin Patch\n{}\n*** End Patch", words(20, seed))})
                     } else {
@@ -284,7 +287,16 @@ fn build_items(steps: &[Step], dangling_final_call: bool) -> Vec<Value> {
                     let body = if *error { format!("Error: {}", words(*size, seed)) } else { words(*size, seed + k) };
                     let ty = if custom && k == 0 { "custom_tool_call_output" } else { "function_call_output" };
                     let output = if k == 1 { json!([{"type": "input_text", "text": body}]) } else { json!(body) };
-                    items.push(json!({"type": ty, "call_id": format!("call_{id}_{k}"), "output": output}));
+                    outputs.push(json!({"type": ty, "call_id": format!("call_{id}_{k}"), "output": output}));
+                }
+                // Every fifth exchange as the SDKs' agent loops write it: each call followed by
+                // its output (one response's parallel calls, after its one reasoning item).
+                if seed % 5 == 2 {
+                    for (call, output) in made.into_iter().zip(outputs) {
+                        items.extend([call, output]);
+                    }
+                } else {
+                    items.extend(made.into_iter().chain(outputs));
                 }
             }
         }
