@@ -124,6 +124,13 @@ impl Conversation {
             }
             if unit.kind == UnitKind::ToolExchange {
                 pair_results(&mut msgs, unit.range());
+                // A reference that outputs answer stands for a call the server holds: it goes
+                // with them, as a call does, rather than pinning them.
+                for m in unit.range() {
+                    if msgs[m].reference {
+                        msgs[m].fixed = false;
+                    }
+                }
             }
         }
         let turns: Vec<usize> = (0..msgs.len())

@@ -127,6 +127,10 @@ pub struct Message {
     /// by itself without pinning that unit (it goes only with a unit that is removed whole), and
     /// not a message of the conversation for "the newest" or "the recent" messages.
     pub control: bool,
+    /// A Responses `item_reference`: an item the server holds, a call among them. Outputs right
+    /// after it may answer it: they make one tool exchange with it, which is not pinned (the
+    /// reference goes only with them); a reference no output follows is `fixed`.
+    pub reference: bool,
     /// Index of the unit holding this message (set by the conversation model; 0 as read).
     pub unit: usize,
 }
@@ -144,6 +148,7 @@ impl Message {
             compaction: false,
             reasoning: false,
             control: false,
+            reference: false,
             unit: 0,
         }
     }

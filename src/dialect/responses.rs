@@ -417,6 +417,7 @@ impl Rules for Responses {
                 ItemKind::Reference => {
                     msg.role = Role::Other(item.ty.to_string());
                     msg.fixed = true;
+                    msg.reference = true;
                 }
                 ItemKind::Control => {
                     msg.role = Role::Other(item.ty.to_string());
@@ -436,7 +437,9 @@ impl Rules for Responses {
     }
 
     fn exchange_end(msgs: &[Message], i: usize) -> Option<usize> {
-        let model = |m: &Message| m.role == Role::Assistant;
+        // An item reference may stand for a call the server holds (clients replay
+        // `item_reference` and then the call's output): the outputs after it stay with it.
+        let model = |m: &Message| m.role == Role::Assistant || m.reference;
         let plain = |run: &[Message]| run.iter().all(|m| m.calls.is_empty() && !m.joins);
         if !model(&msgs[i]) {
             return None;
@@ -446,8 +449,11 @@ impl Rules for Responses {
         while j < msgs.len() && model(&msgs[j]) {
             j += 1;
         }
-        // A run of plain assistant messages is no exchange: each is a unit of its own.
-        if plain(&msgs[i..j]) {
+        // A run of plain assistant messages is no exchange: each is a unit of its own. So is
+        // a run of references no output follows.
+        let answered_reference = msgs[i..j].iter().any(|m| m.reference)
+            && msgs.get(j).is_some_and(|m| m.role == Role::Tool);
+        if plain(&msgs[i..j]) && !answered_reference {
             return None;
         }
         let outputs = |mut k: usize| {
@@ -853,6 +859,46 @@ mod tests {
                 (Single, 5, 6)
             ]
         );
+    }
+
+    /// Clients replay a call the server holds as an `item_reference` followed by the call's
+    /// output: the output answers it (no orphan for check), and the two are one tool exchange,
+    /// removed only together and not pinned; a reference no output follows stays pinned.
+    #[test]
+    fn outputs_after_an_item_reference_go_with_it() {
+        use crate::conversation::{Conversation, PinOptions};
+        let reference = |id: &str| json!({"type": "item_reference", "id": id});
+        let items = [
+            user("task"),
+            reference("fc_1"),
+            out("call_1"),
+            reference("msg_1"),
+            user("next"),
+        ];
+        use UnitKind::*;
+        assert_eq!(
+            units_of(&items),
+            [
+                (Single, 0, 1),
+                (ToolExchange, 1, 3),
+                (Single, 3, 4),
+                (Single, 4, 5)
+            ]
+        );
+        let conv = Conversation::new(&items, Dialect::Responses);
+        let pinned = conv.pinned_units(&PinOptions::default()).unwrap();
+        assert_eq!(pinned, [true, false, true, false]);
+        let check = |v: Value| -> Vec<&'static str> {
+            crate::ops::check::check(&crate::document::Document::parse(v, None).unwrap())
+                .iter()
+                .map(|f| f.code)
+                .collect()
+        };
+        assert!(check(json!({"input": items})).is_empty());
+        // Reasoning followed by a reference: the reference may be the item it led to.
+        let reasoned = json!({"input": [user("task"), reasoning("rs_1"), reference("fc_1"),
+            out("call_1")]});
+        assert!(check(reasoned).is_empty());
     }
 
     /// A reasoning item starts the next response, and so the next unit; so does a message

@@ -283,7 +283,10 @@ fn results(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
     // server holds.
     let server_calls = doc.server_state().is_some();
     for (i, (m, info)) in doc.messages().iter().zip(&convo.messages).enumerate() {
-        let in_exchange = convo.units[info.unit].kind == UnitKind::ToolExchange;
+        let unit = &convo.units[info.unit];
+        let in_exchange = unit.kind == UnitKind::ToolExchange;
+        // An output after an item reference may answer the call it stands for.
+        let referenced = unit.range().any(|k| convo.messages[k].reference);
         for r in &info.results {
             if r.id.is_none() && !r.legacy {
                 let hint = if m.get("tool_call_ids").is_some() {
@@ -313,7 +316,7 @@ fn results(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
                 }
                 continue;
             }
-            if r.answers.is_none() && (in_exchange || !server_calls) {
+            if r.answers.is_none() && !referenced && (in_exchange || !server_calls) {
                 let id =
                     r.id.as_deref()
                         .map_or("(legacy function)".to_string(), |s| format!("'{s}'"));
@@ -349,7 +352,7 @@ fn lone_reasoning(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) 
         let followed = convo
             .messages
             .get(i + 1)
-            .is_some_and(|next| next.role == Role::Assistant);
+            .is_some_and(|next| next.role == Role::Assistant || next.reference);
         if !followed {
             out.push(found(
                 doc,
