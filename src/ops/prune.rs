@@ -664,7 +664,7 @@ impl Pass<'_> {
                 Thinking::Old => old,
                 Thinking::All => !protected,
             };
-            if drop && dialect.has_reasoning(&self.messages[i]) {
+            if drop && dialect.has_reasoning(&self.messages[i]) && !self.tied_to_reasoning(i) {
                 self.save(i);
                 if dialect.drop_reasoning(&mut self.messages[i]) {
                     debug_assert!(!dialect.has_reasoning(&self.messages[i]));
@@ -688,6 +688,24 @@ impl Pass<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Whether `i` is a reasoning item (Responses) that an item of its response names by its
+    /// `id` (a call `fc_...`, a message `msg_...`): the API rejects such an item without the
+    /// reasoning its response opened with ("provided without its required 'reasoning' item"),
+    /// so that reasoning stays.
+    fn tied_to_reasoning(&self, i: usize) -> bool {
+        let conv = self.conv;
+        if !conv.messages[i].reasoning {
+            return false;
+        }
+        let unit = &conv.units[conv.messages[i].unit];
+        (i + 1..unit.end)
+            .take_while(|&k| !conv.messages[k].reasoning)
+            .any(|k| {
+                conv.messages[k].role == Role::Assistant
+                    && self.messages[k].get("id").is_some_and(Value::is_string)
+            })
     }
 
     /// After a step tried to change message `m`: when it changed, counts it again and notes
