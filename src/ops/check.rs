@@ -233,17 +233,15 @@ fn call_ids(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
         let mut seen: HashSet<&str> = HashSet::new();
         for c in &info.calls {
             let Some(id) = c.id.as_deref() else { continue };
+            let twice = |where_: String| {
+                error(
+                    "duplicate-call-id",
+                    &c.at,
+                    format!("call id '{id}' is used twice in {where_}"),
+                )
+            };
             if !seen.insert(id) {
-                out.push(found(
-                    doc,
-                    i,
-                    "",
-                    error(
-                        "duplicate-call-id",
-                        &c.at,
-                        format!("call id '{id}' is used twice in one message"),
-                    ),
-                ));
+                out.push(found(doc, i, "", twice("one message".into())));
             }
             match first_use.get(id) {
                 Some(&first) if first != i && convo.messages[first].unit == info.unit => {
@@ -251,12 +249,8 @@ fn call_ids(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
                         doc,
                         i,
                         "",
-                        error(
-                            "duplicate-call-id",
-                            &c.at,
-                            format!("call id '{id}' is used twice in one turn (first by message {first})"),
-                        ),
-                    ));
+                        twice(format!("one turn (first by message {first})")),
+                    ))
                 }
                 Some(&first) if first != i => out.push(found(
                     doc,

@@ -24,6 +24,17 @@ fn keeping(keep: usize) -> Options {
     }
 }
 
+/// `value` in `dialect`, and what `--thinking all` makes of it.
+fn with_all_thinking_dropped(value: Value, dialect: Dialect) -> (Document, Document) {
+    let doc = parse(value, dialect);
+    let opts = Options {
+        thinking: Thinking::All,
+        ..Options::default()
+    };
+    let out = run(&doc, &opts).unwrap();
+    (doc, out)
+}
+
 fn run_full(doc: &Document, opts: &Options) -> Result<Pruning, TestCaseError> {
     let p = with_counter(doc, |counter, count| {
         prune(doc.clone(), counter, &count, opts)
@@ -344,15 +355,7 @@ fn anthropic_reasoning_of_an_unfinished_tool_loop_is_kept() {
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}]}]}"#,
     )
     .unwrap();
-    let doc = parse(value, Dialect::Anthropic);
-    let out = run(
-        &doc,
-        &Options {
-            thinking: Thinking::All,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let (doc, out) = with_all_thinking_dropped(value, Dialect::Anthropic);
     assert_eq!(
         out.messages()[1]["content"].as_array().unwrap().len(),
         1,
@@ -603,15 +606,7 @@ fn responses_reasoning_of_an_unfinished_loop_before_a_control_item_is_kept() {
         {"type": "compaction_trigger"}]}"#,
     )
     .unwrap();
-    let doc = parse(value, Dialect::Responses);
-    let out = run(
-        &doc,
-        &Options {
-            thinking: Thinking::All,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let (doc, out) = with_all_thinking_dropped(value, Dialect::Responses);
     let mut kept: Vec<&Value> = doc.messages().iter().collect();
     kept.remove(1);
     assert_eq!(
