@@ -132,12 +132,6 @@ impl Dialect {
         rules!(self, R => R::SYSTEM_KEY)
     }
 
-    /// Whether `prune --clear-inputs` may write `{}` over a call's arguments: always for
-    /// arguments held as a JSON text, and for a JSON value where the API takes an empty one.
-    pub fn clearable_args(self, call: &Call) -> bool {
-        call.encoded || rules!(self, R => R::OBJECT_ARGS_CLEARABLE)
-    }
-
     /// The role of a note or summary that ctx adds: the system role where the dialect has one
     /// inside the messages, else `user`.
     pub fn note_role(self) -> &'static str {
@@ -158,21 +152,6 @@ impl Dialect {
     /// Reads one message.
     pub fn read_message(self, m: &Value) -> Message {
         rules!(self, R => R::read_message(m))
-    }
-
-    /// See [`Rules::output_text`].
-    pub fn output_text(self, output: &Value) -> Cow<'_, str> {
-        rules!(self, R => R::output_text(output))
-    }
-
-    /// See [`Rules::cleared_output`].
-    pub fn cleared_output(self, output: &Value, placeholder: String) -> Value {
-        rules!(self, R => R::cleared_output(output, placeholder))
-    }
-
-    /// See [`Rules::cleared_text`].
-    pub fn cleared_text(self, output: &Value) -> Option<&str> {
-        rules!(self, R => R::cleared_text(output))
     }
 
     /// The end of the tool exchange that starts at message `i`, if one does.
@@ -278,10 +257,6 @@ pub trait Rules {
     const RESULT_WITHOUT_ID: &'static str;
     /// Every part or block type the dialect knows.
     const PARTS: &'static [Part];
-    /// Whether a call's arguments held as a JSON value (not a JSON text) may become `{}`
-    /// (`prune --clear-inputs`): false where the API requires their fields (a Responses
-    /// `local_shell_call`'s `action`, an `apply_patch_call`'s `operation`).
-    const OBJECT_ARGS_CLEARABLE: bool = true;
 
     /// The entry of a part type (a table lookup; a dialect with type families overrides it).
     #[inline]
@@ -298,24 +273,6 @@ pub trait Rules {
 
     /// Reads one message: role, calls, results (`unit` is left 0).
     fn read_message(m: &Value) -> Message;
-
-    /// The text of a tool result's output value, as a placeholder reads it (its head, tail,
-    /// error lines and exit status).
-    fn output_text(output: &Value) -> Cow<'_, str> {
-        text_of(output, None)
-    }
-
-    /// What a cleared output value becomes: the placeholder's text, in the shape the API takes
-    /// for `output`.
-    fn cleared_output(_output: &Value, placeholder: String) -> Value {
-        Value::String(placeholder)
-    }
-
-    /// The placeholder's text in an output value [`Rules::cleared_output`] wrote, if it may be
-    /// one.
-    fn cleared_text(output: &Value) -> Option<&str> {
-        output.as_str()
-    }
 
     /// The end (exclusive) of the tool exchange that starts at message `i`, if one does: the
     /// messages kept or removed together with `i` (not for system messages, which are units of

@@ -28,13 +28,11 @@
 //! the same response's (clients write parallel calls each followed by its output): they stay in
 //! the exchange. A control item joins the unit before it ([`crate::conversation`]).
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value, json};
 
 use super::{
     Call, CallView, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message, Part, Piece,
-    Problem, Role, Rules, ToolResult, kind, mark_parts, owned, str_field, text_of,
+    Problem, Role, Rules, ToolResult, kind, mark_parts, owned, str_field,
 };
 
 /// The Responses rules.
@@ -149,21 +147,6 @@ const HOSTED_TOOL_SEARCH: Item = other("tool_search_call", ItemKind::Hosted);
 
 /// An `item_reference`, which may be written without its type.
 const REFERENCE: Item = other("item_reference", ItemKind::Reference);
-
-/// The runs of a `shell_call_output`'s output: a list of objects with `stdout`, `stderr` or
-/// `outcome` (content parts have a `type`).
-fn shell_runs(output: &Value) -> Option<&[Value]> {
-    let runs = output.as_array()?;
-    let run = |v: &Value| {
-        v.as_object().is_some_and(|o| {
-            !o.contains_key("type")
-                && ["stdout", "stderr", "outcome"]
-                    .iter()
-                    .any(|k| o.contains_key(*k))
-        })
-    };
-    (!runs.is_empty() && runs.iter().all(run)).then_some(runs.as_slice())
-}
 
 /// What one element of `input` is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -350,62 +333,6 @@ impl Rules for Responses {
     const EXACT_COUNTS: bool = false;
     const SYSTEM_ROLE: Option<&'static str> = Some("developer");
     const SYSTEM_KEY: Option<&'static str> = Some("instructions");
-    const OBJECT_ARGS_CLEARABLE: bool = false;
-
-    /// A `shell_call_output`'s output is a list of `{stdout, stderr, outcome}`, one per
-    /// command: its text is each one's stdout and stderr, and its exit status.
-    fn output_text(output: &Value) -> Cow<'_, str> {
-        let Some(runs) = shell_runs(output) else {
-            return text_of(output, None);
-        };
-        let mut text = String::new();
-        for run in runs {
-            for key in ["stdout", "stderr"] {
-                if let Some(s) = str_field(run, key).filter(|s| !s.is_empty()) {
-                    text.push_str(s);
-                    if !s.ends_with('\n') {
-                        text.push('\n');
-                    }
-                }
-            }
-            let outcome = run.get("outcome");
-            match outcome.and_then(|o| str_field(o, "type")) {
-                Some("exit") => {
-                    if let Some(code) = outcome.and_then(|o| o.get("exit_code")) {
-                        text.push_str(&format!("[exit code {code}]\n"));
-                    }
-                }
-                Some("timeout") => text.push_str("[timed out]\n"),
-                _ => {}
-            }
-        }
-        Cow::Owned(text)
-    }
-
-    /// A cleared `shell_call_output` stays a list (the API takes no string there): one run
-    /// whose stdout is the placeholder, with the last run's outcome.
-    fn cleared_output(output: &Value, placeholder: String) -> Value {
-        match shell_runs(output) {
-            Some(runs) => {
-                let mut run = json!({"stdout": placeholder, "stderr": ""});
-                if let Some(outcome) = runs.last().and_then(|r| r.get("outcome")) {
-                    run["outcome"] = outcome.clone();
-                }
-                json!([run])
-            }
-            None => Value::String(placeholder),
-        }
-    }
-
-    fn cleared_text(output: &Value) -> Option<&str> {
-        match shell_runs(output) {
-            Some([run]) if str_field(run, "stderr").is_none_or(str::is_empty) => {
-                str_field(run, "stdout")
-            }
-            Some(_) => None,
-            None => output.as_str(),
-        }
-    }
     const RESULT_WITHOUT_ID: &'static str = "output item without call_id";
     const PARTS: &'static [Part] = PARTS;
 
@@ -932,49 +859,6 @@ mod tests {
                 (Single, 5, 6)
             ]
         );
-    }
-
-    /// A `shell_call_output`'s `output` is a list of runs: a placeholder reads their stdout,
-    /// stderr and exit status, and a cleared one stays a list (the API takes no string there),
-    /// which reads back as the placeholder; `--clear-inputs` leaves required objects alone.
-    #[test]
-    fn shell_outputs_stay_lists() {
-        let runs = json!([
-            {"stdout": "ok\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}},
-            {"stdout": "", "stderr": "boom", "outcome": {"type": "exit", "exit_code": 2}}
-        ]);
-        assert_eq!(
-            Responses::output_text(&runs),
-            "ok\n[exit code 0]\nboom\n[exit code 2]\n"
-        );
-        let cleared = Responses::cleared_output(&runs, "[ctx: cleared]".into());
-        assert_eq!(
-            cleared,
-            json!([{"stdout": "[ctx: cleared]", "stderr": "",
-                "outcome": {"type": "exit", "exit_code": 2}}])
-        );
-        assert_eq!(Responses::cleared_text(&cleared), Some("[ctx: cleared]"));
-        assert_eq!(Responses::cleared_text(&runs), None);
-        // Strings and content parts are as in any dialect.
-        assert_eq!(
-            Responses::cleared_output(&json!("long"), "p".into()),
-            json!("p")
-        );
-        let parts = json!([{"type": "input_text", "text": "a"}]);
-        assert_eq!(Responses::output_text(&parts), "a");
-        assert_eq!(Responses::cleared_output(&parts, "p".into()), json!("p"));
-        // Arguments held as objects the API requires are never cleared; JSON texts are.
-        let call = |encoded| Call {
-            id: None,
-            name: None,
-            at: String::new(),
-            args: "/action".into(),
-            encoded,
-            legacy: false,
-        };
-        assert!(!Dialect::Responses.clearable_args(&call(false)));
-        assert!(Dialect::Responses.clearable_args(&call(true)));
-        assert!(Dialect::Anthropic.clearable_args(&call(false)));
     }
 
     /// Clients replay a call the server holds as an `item_reference` followed by the call's

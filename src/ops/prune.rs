@@ -21,7 +21,7 @@ use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
 use crate::conversation::{CallRef, Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
 use crate::dialect::Dialect;
-use crate::dialect::{Piece, pieces, pointer};
+use crate::dialect::{Piece, pieces, pointer, text_of};
 use crate::document::Document;
 use crate::excerpt::{MAX_PLACEHOLDER_TOKENS, placeholder};
 use crate::tokenizer::Encoding;
@@ -363,7 +363,7 @@ impl Pass<'_> {
 
     fn is_placeholder(&self, r: &ResultRef) -> bool {
         pointer::get(&self.messages[r.message], &r.pointer)
-            .and_then(|v| self.dialect.cleared_text(v))
+            .and_then(Value::as_str)
             .is_some_and(|t| self.template.matches(t))
     }
 
@@ -441,7 +441,7 @@ impl Pass<'_> {
             return Ok(()); // Clearing cannot save enough.
         }
         let value = pointer::get(&self.messages[m], &r.pointer).expect("located");
-        let text = self.dialect.output_text(value);
+        let text = text_of(value, None);
         let args = r
             .call
             .filter(|_| self.template.has(Var::Args))
@@ -457,31 +457,23 @@ impl Pass<'_> {
             r.is_error,
             cost,
         )?;
-        // The placeholder, in the shape the API takes for this output (a string, except where
-        // it must stay a list).
-        let value = pointer::get(&self.messages[m], &r.pointer).expect("located");
-        let (p_tokens, p_status) = (p.tokens, p.status);
-        let mut cleared = self.dialect.cleared_output(value, p.text);
-        let cleared_tokens = match cleared {
-            Value::String(_) => p_tokens,
-            _ => value_cost(counter, &mut cleared)?,
-        };
-        let saving = cost.saturating_sub(cleared_tokens);
+        let saving = cost.saturating_sub(p.tokens);
         if saving == 0
             || cost
                 < opts
                     .min_saving
-                    .saturating_add(cleared_tokens.max(MAX_PLACEHOLDER_TOKENS))
+                    .saturating_add(p.tokens.max(MAX_PLACEHOLDER_TOKENS))
         {
             return Ok(()); // Not worth what the output holds beyond its placeholder.
         }
         self.save(m);
-        *pointer::get_mut(&mut self.messages[m], &r.pointer).expect("located") = cleared;
+        *pointer::get_mut(&mut self.messages[m], &r.pointer).expect("located") =
+            Value::String(p.text);
         // The message's count is additive over its parts, so its new count follows from the
         // old one and the placeholder's.
         let old = self.known(m);
         let text_tokens = if r.pointer == "/content" {
-            p_tokens
+            p.tokens
         } else {
             old.text
         };
@@ -500,16 +492,13 @@ impl Pass<'_> {
             }
         }
         out.cleared.push((m, r.tool.clone(), cost));
-        out.cleared_status.push(p_status);
+        out.cleared_status.push(p.status);
         Ok(())
     }
 
-    /// `--clear-inputs`: the arguments of call `cref` become `{}`, where the API takes that.
+    /// `--clear-inputs`: the arguments of call `cref` become `{}`.
     fn clear_input(&mut self, cref: CallRef) -> Result<()> {
         let (c, call) = (&cref.message, self.conv.call(cref));
-        if !self.dialect.clearable_args(call) {
-            return Ok(());
-        }
         let ptr = &call.args;
         let empty = match pointer::get(&self.messages[*c], ptr) {
             Some(Value::String(s)) if s != "{}" => Some(Value::String("{}".into())),
