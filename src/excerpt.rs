@@ -43,6 +43,8 @@ pub enum Exit {
     Code(i64),
     /// `command not found`.
     NotFound,
+    /// It ran out of time (only ever given by an output's structure: a shell call's `outcome`).
+    Timeout,
 }
 
 /// What a salient line reports.
@@ -87,11 +89,14 @@ pub struct Placeholder {
 }
 
 /// Renders the placeholder for a cleared output of `tokens` tokens: `tool` and `args` (a short
-/// form of the call's arguments) name the call, `is_error` is the result's error flag. When the
+/// form of the call's arguments) name the call, `is_error` is the result's error flag, `exit`
+/// the exit status the output's structure gives (a shell call's `outcome`), which wins over one
+/// written in its text. When the
 /// rendering is over [`MAX_PLACEHOLDER_TOKENS`], parts are left out in this order until it fits:
 /// the head (a banner or a first line of output says less than an error line), the salient
 /// lines from the least informative, the tail, then the arguments (cut to 20 chars, then left
 /// out) and the tool's name (cut to 16 chars).
+#[allow(clippy::too_many_arguments)] // Each is one fact about the output, named at the call.
 pub fn placeholder(
     template: &Template,
     enc: Encoding,
@@ -99,10 +104,11 @@ pub fn placeholder(
     args: &str,
     text: &str,
     is_error: bool,
+    exit: Option<Exit>,
     tokens: usize,
 ) -> Result<Placeholder> {
     // The lines are read only when the template shows them; the status is always reported.
-    let ex = if [Var::Head, Var::Tail, Var::Salient]
+    let mut ex = if [Var::Head, Var::Tail, Var::Salient]
         .iter()
         .any(|&v| template.has(v))
     {
@@ -113,6 +119,9 @@ pub fn placeholder(
             ..Excerpt::default()
         }
     };
+    if exit.is_some() {
+        ex.status = status_of(exit, is_error);
+    }
     let status = ex
         .status
         .as_deref()
@@ -249,6 +258,7 @@ fn status_of(exit: Option<Exit>, is_error: bool) -> Option<String> {
         Some(Exit::Code(0)) | None if is_error => Some("failed".to_string()),
         Some(Exit::Code(n)) => Some(format!("failed (exit code {n})")),
         Some(Exit::NotFound) => Some("failed (command not found)".to_string()),
+        Some(Exit::Timeout) => Some("failed (timed out)".to_string()),
         None => None,
     }
 }
@@ -758,6 +768,7 @@ mod tests {
             "pytest -x tests/test_io.py",
             &text,
             false,
+            None,
             4321,
         )
         .unwrap();
@@ -780,6 +791,7 @@ mod tests {
             "src/x.py",
             "import os\n\nx = 1\n",
             false,
+            None,
             300,
         )
         .unwrap();
@@ -797,6 +809,7 @@ mod tests {
             &wide,
             &format!("{wide}\nValueError: {wide}\n{wide}"),
             true,
+            None,
             9,
         )
         .unwrap();

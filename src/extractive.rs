@@ -1792,6 +1792,7 @@ mod tests {
             "python -m pytest -x",
             output,
             false,
+            None,
             900,
         )
         .unwrap();

@@ -402,7 +402,8 @@ setters!(PruneOptions {
     /// Whether error results are cleared too (default false).
     include_errors(yes: bool) => op.include_errors = yes;
 
-    /// Whether the arguments of cleared calls become `{}` too (default false).
+    /// Whether the arguments of cleared calls are emptied too, where the API takes an empty
+    /// value (`{}`; `""` for a Responses custom tool call's input; default false).
     clear_inputs(yes: bool) => op.clear_inputs = yes;
 
     /// Clips any tool result over this many tokens middle-out, kept results included (at

@@ -97,7 +97,8 @@ pub struct PruneFlags {
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub exclude_tools: Vec<String>,
 
-    /// Also replace the arguments of cleared calls with {}.
+    /// Also empty the arguments of cleared calls where the API takes an empty value ({}; "" for
+    /// a Responses custom tool call's input); required actions and operations are kept.
     #[arg(long)]
     pub clear_inputs: bool,
 

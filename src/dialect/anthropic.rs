@@ -12,9 +12,9 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Call, CallView, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message, Part, Piece,
-    Problem, Role, Rules, ToolResult, drop_reasoning_field, has_reasoning_field, items, kind,
-    mark_parts, owned, part_type, str_field,
+    Call, CallView, EmptyArgs, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message, Part,
+    Piece, Problem, Role, Rules, ToolResult, drop_reasoning_field, has_reasoning_field, items,
+    kind, mark_parts, owned, part_type, str_field,
 };
 
 /// The Messages rules.
@@ -94,6 +94,7 @@ impl Rules for Messages {
                         args: format!("/content/{k}/input"),
                         encoded: false,
                         legacy: false,
+                        empty: Some(EmptyArgs::Object),
                     }),
                     Some("tool_result") => results.push(ToolResult {
                         id: owned(b, "tool_use_id"),

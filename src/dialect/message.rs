@@ -71,6 +71,20 @@ pub struct Call {
     pub encoded: bool,
     /// A legacy `function_call`.
     pub legacy: bool,
+    /// What `prune --clear-inputs` may write over its arguments; `None` when its API requires
+    /// what they hold (a Responses shell call's `action`, a patch's `operation`, a program's
+    /// `code`).
+    pub empty: Option<EmptyArgs>,
+}
+
+/// An empty value a call's API takes in place of its arguments (`prune --clear-inputs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmptyArgs {
+    /// An empty JSON object in the arguments' own shape: the JSON text `{}` in a string (OpenAI
+    /// `arguments`), `{}` itself otherwise (Anthropic `input`).
+    Object,
+    /// An empty string: free-form input (a Responses `custom_tool_call`'s `input`).
+    Text,
 }
 
 /// Where a call is: message index and position in that message's calls.

@@ -30,6 +30,11 @@
 //!   [`Rules::drop_reasoning`]);
 //! - how to build a plain text message (a summary, a note: [`Rules::text_message`]) and which
 //!   texts `truncate --partial` may cut ([`Rules::text_locations`]);
+//! - tool outputs that are neither a string nor parts (a Responses shell call's list of `stdout`,
+//!   `stderr` and `outcome`): where their text is and how the run ended
+//!   ([`Rules::output_fields`]), and the shape a cleared one keeps ([`Rules::cleared_output`],
+//!   [`Rules::cleared_text`]); which call arguments `prune --clear-inputs` may empty is read with
+//!   each call ([`Call::empty`]);
 //! - what `check` finds that only it knows ([`Rules::role_problem`], [`Rules::check_calls`],
 //!   [`Rules::check_part`], [`Rules::result_id_at`]).
 //!
@@ -51,7 +56,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
-pub use message::{Call, CallRef, Message, Role, ToolResult};
+pub use message::{Call, CallRef, EmptyArgs, Message, Role, ToolResult};
 pub use responses::{ItemMeasure, item_measure};
 
 /// The API a document is written for.
@@ -227,6 +232,22 @@ impl Dialect {
         rules!(self, R => R::result_id_at(r))
     }
 
+    /// A tool output whose text is held in fields of its own (see [`Rules::output_fields`]).
+    pub fn output_fields(self, output: &Value) -> Option<OutputFields> {
+        rules!(self, R => R::output_fields(output))
+    }
+
+    /// `output` cleared to `text`, in the shape its API requires (see
+    /// [`Rules::cleared_output`]).
+    pub fn cleared_output(self, output: &Value, text: String) -> Value {
+        rules!(self, R => R::cleared_output(output, text))
+    }
+
+    /// The text of an output that may be a cleared one (see [`Rules::cleared_text`]).
+    pub fn cleared_text(self, output: &Value) -> Option<&str> {
+        rules!(self, R => R::cleared_text(output))
+    }
+
     fn mark_body(self, body: &Map<String, Value>, mark: &mut dyn FnMut(Mark, Loc)) {
         rules!(self, R => R::mark_body(body, mark))
     }
@@ -321,6 +342,26 @@ pub trait Rules {
 
     /// Where `check` points at a result whose id matches no call (pointer in the message).
     fn result_id_at(r: &ToolResult) -> String;
+
+    /// A tool output (the value at a result's `content`) whose text is held in fields of its
+    /// own rather than in a string or content parts: where those texts are, and how the run
+    /// ended when its structure says so. `None` (the default) for a string or parts.
+    fn output_fields(_output: &Value) -> Option<OutputFields> {
+        None
+    }
+
+    /// What `prune` writes in place of a tool output it clears: `text` in the shape the API
+    /// requires of that output (the default: the string itself, which a string or a list of
+    /// parts may become). It must be what [`Rules::cleared_text`] reads back.
+    fn cleared_output(_output: &Value, text: String) -> Value {
+        Value::String(text)
+    }
+
+    /// The text of an output in the shape [`Rules::cleared_output`] writes (a string, by
+    /// default), so that a cleared output is known as one; `None` for any other output.
+    fn cleared_text(output: &Value) -> Option<&str> {
+        output.as_str()
+    }
 
     /// Whether an element of the messages is a message (with a role and content).
     fn is_message(_m: &Value) -> bool {
@@ -468,6 +509,36 @@ pub enum ImageData<'a> {
     Url(&'a str),
     /// Elsewhere (a file id, a remote source ctx does not read).
     Unknown,
+}
+
+/// A tool output whose text is held in fields of its own (a Responses `shell_call_output`: a
+/// list of `stdout`, `stderr` and `outcome`), as [`Rules::output_fields`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputFields {
+    /// Pointers, relative to the output, of the strings that hold its text, in order.
+    pub texts: Vec<String>,
+    /// How the run ended, when the output's structure says so.
+    pub ended: Option<Ended>,
+}
+
+impl OutputFields {
+    /// The output's text: its texts joined by line breaks.
+    pub fn text(&self, output: &Value) -> String {
+        self.texts
+            .iter()
+            .filter_map(|p| pointer::get(output, p).and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// How a tool's run ended, as an output's structure says it (a shell call's `outcome`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited with this status.
+    Exit(i64),
+    /// It ran out of time.
+    Timeout,
 }
 
 /// What a part holds, for the readers of text, calls and results (summaries, signals,

@@ -11,9 +11,9 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Call, CallView, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message, Part, Piece,
-    Problem, Role, Rules, ToolResult, drop_reasoning_field, has_reasoning_field, items, kind,
-    mark_parts, owned, str_field,
+    Call, CallView, EmptyArgs, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message, Part,
+    Piece, Problem, Role, Rules, ToolResult, drop_reasoning_field, has_reasoning_field, items,
+    kind, mark_parts, owned, str_field,
 };
 
 /// The Chat Completions rules.
@@ -87,6 +87,7 @@ impl Rules for Chat {
                         args: format!("/tool_calls/{k}/function/arguments"),
                         encoded: true,
                         legacy: false,
+                        empty: Some(EmptyArgs::Object),
                     });
                 }
             }
@@ -98,6 +99,7 @@ impl Rules for Chat {
                     args: "/function_call/arguments".to_string(),
                     encoded: true,
                     legacy: true,
+                    empty: Some(EmptyArgs::Object),
                 });
             }
         }

@@ -28,11 +28,14 @@
 //! the same response's (clients write parallel calls each followed by its output): they stay in
 //! the exchange. A control item joins the unit before it ([`crate::conversation`]).
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 use super::{
-    Call, CallView, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message, Part, Piece,
-    Problem, Role, Rules, ToolResult, kind, mark_parts, owned, str_field,
+    Call, CallView, EmptyArgs, Ended, Field, ImageData, Kind, Loc, Mark, Marks, Measure, Message,
+    OutputFields, Part, Piece, Problem, Role, Rules, ToolResult, kind, mark_parts, owned,
+    str_field,
 };
 
 /// The Responses rules.
@@ -56,11 +59,14 @@ const PARTS: &[Part] = &[
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemKind {
     /// A call the client runs; its arguments (or input, action, code) at `args`, a JSON text in
-    /// a string when `encoded`. `id` is the field naming it (`call_id`, or `id`).
+    /// a string when `encoded`. `id` is the field naming it (`call_id`, or `id`). `empty` is
+    /// what `prune --clear-inputs` may write over the arguments, `None` where the API requires
+    /// what they hold (an action, an operation, code).
     Call {
         args: &'static str,
         encoded: bool,
         id: &'static str,
+        empty: Option<EmptyArgs>,
     },
     /// The output of a client call, naming it by `id`; its output at `out` (`/output`).
     Output { id: &'static str, out: &'static str },
@@ -83,13 +89,19 @@ pub struct Item {
     pub kind: ItemKind,
 }
 
-const fn call(ty: &'static str, args: &'static str, encoded: bool) -> Item {
+const fn call(
+    ty: &'static str,
+    args: &'static str,
+    encoded: bool,
+    empty: Option<EmptyArgs>,
+) -> Item {
     Item {
         ty,
         kind: ItemKind::Call {
             args,
             encoded,
             id: "call_id",
+            empty,
         },
     }
 }
@@ -111,15 +123,16 @@ const fn other(ty: &'static str, kind: ItemKind) -> Item {
 /// Every item type ctx knows besides messages.
 #[rustfmt::skip]
 pub const ITEMS: &[Item] = &[
-    call("function_call", "/arguments", true),
-    call("custom_tool_call", "/input", true),
-    call("local_shell_call", "/action", false),
-    call("shell_call", "/action", false),
-    call("apply_patch_call", "/operation", false),
-    call("computer_call", "/action", false),
-    call("tool_search_call", "/arguments", false),
-    call("program", "/code", true),
-    Item { ty: "mcp_approval_request", kind: ItemKind::Call { args: "/arguments", encoded: true, id: "id" } },
+    // type, where its arguments are, whether they are a JSON text, what --clear-inputs may write
+    call("function_call", "/arguments", true, Some(EmptyArgs::Object)),
+    call("custom_tool_call", "/input", true, Some(EmptyArgs::Text)),
+    call("local_shell_call", "/action", false, None),
+    call("shell_call", "/action", false, None),
+    call("apply_patch_call", "/operation", false, None),
+    call("computer_call", "/action", false, None),
+    call("tool_search_call", "/arguments", false, None),
+    call("program", "/code", true, None),
+    Item { ty: "mcp_approval_request", kind: ItemKind::Call { args: "/arguments", encoded: true, id: "id", empty: None } },
     output("function_call_output"),
     output("custom_tool_call_output"),
     output("local_shell_call_output"),
@@ -276,7 +289,7 @@ pub fn chat_view(items: &[Value]) -> Vec<Value> {
                 }) => json!({
                     "role": "tool",
                     "tool_call_id": m.field(id),
-                    "content": super::text_of(m.field(&key[1..]).unwrap_or(&Value::Null), None),
+                    "content": output_text(m.field(&key[1..]).unwrap_or(&Value::Null)),
                 }),
                 _ => json!({}),
             });
@@ -323,6 +336,61 @@ pub fn chat_view(items: &[Value]) -> Vec<Value> {
 /// The output of a client call (a string, or parts), by its item.
 fn output_of(m: &Value) -> Option<&Value> {
     m.field("output")
+}
+
+/// The text of a client call's output: a string, its text parts, or a shell call's `stdout`
+/// and `stderr`, joined by line breaks.
+fn output_text(output: &Value) -> Cow<'_, str> {
+    match Responses::output_fields(output) {
+        Some(fields) => Cow::Owned(fields.text(output)),
+        None => super::text_of(output, None),
+    }
+}
+
+/// The entries of a shell call's output (`shell_call_output.output`): objects of `stdout`,
+/// `stderr` and `outcome`, without a `type` (the counter reads them by the same shape); `None`
+/// for any other value.
+fn shell_entries(output: &Value) -> Option<&[Value]> {
+    let entries = output.as_array()?;
+    let entry = |e: &Value| {
+        e.is_object()
+            && e.field("type").is_none()
+            && ["stdout", "stderr", "outcome"]
+                .iter()
+                .any(|k| e.field(k).is_some())
+    };
+    (!entries.is_empty() && entries.iter().all(entry)).then_some(entries.as_slice())
+}
+
+/// How a shell call's command ended, by its entry's `outcome` (`{"type": "exit", "exit_code":
+/// 1}`, `{"type": "timeout"}`).
+fn shell_ended(entry: &Value) -> Option<Ended> {
+    let outcome = entry.field("outcome")?;
+    match str_field(outcome, "type") {
+        Some("timeout") => Some(Ended::Timeout),
+        Some("exit") | None => outcome
+            .field("exit_code")
+            .and_then(Value::as_i64)
+            .map(Ended::Exit),
+        Some(_) => None,
+    }
+}
+
+/// The entry that says how a shell call ended, and how: the first that failed (a timeout, a
+/// non-zero exit), else the last that says.
+fn shell_outcome(entries: &[Value]) -> Option<(usize, Ended)> {
+    let ended = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(k, e)| shell_ended(e).map(|x| (k, x)));
+    let mut last = None;
+    for (k, x) in ended {
+        if x != Ended::Exit(0) {
+            return Some((k, x));
+        }
+        last = Some((k, x));
+    }
+    last
 }
 
 impl Rules for Responses {
@@ -372,13 +440,19 @@ impl Rules for Responses {
         match item_type(m) {
             ItemType::Message => msg.role = Role::parse(m.field("role")),
             ItemType::Known(item) => match item.kind {
-                ItemKind::Call { args, encoded, id } => msg.calls.push(Call {
+                ItemKind::Call {
+                    args,
+                    encoded,
+                    id,
+                    empty,
+                } => msg.calls.push(Call {
                     id: owned(m, id),
                     name: owned(m, "name").or_else(|| Some(item.ty.to_string())),
                     at: String::new(),
                     args: args.to_string(),
                     encoded,
                     legacy: false,
+                    empty,
                 }),
                 ItemKind::Output { id, out } => {
                     msg.role = Role::Tool;
@@ -492,7 +566,9 @@ impl Rules for Responses {
             return;
         };
         match item.kind {
-            ItemKind::Call { args, encoded, id } => out.push(CallView {
+            ItemKind::Call {
+                args, encoded, id, ..
+            } => out.push(CallView {
                 id: str_field(m, id),
                 name: str_field(m, "name").or(Some(item.ty)),
                 args: m.field(&args[1..]),
@@ -694,6 +770,49 @@ impl Rules for Responses {
 
     fn chat_view(items: &[Value]) -> Option<Vec<Value>> {
         Some(chat_view(items))
+    }
+
+    /// A shell call's output: its entries' `stdout` and `stderr`, and the outcome of the first
+    /// that failed (else of the last).
+    fn output_fields(output: &Value) -> Option<OutputFields> {
+        let entries = shell_entries(output)?;
+        let mut texts = Vec::new();
+        for (k, e) in entries.iter().enumerate() {
+            for key in ["stdout", "stderr"] {
+                if str_field(e, key).is_some_and(|t| !t.is_empty()) {
+                    texts.push(format!("/{k}/{key}"));
+                }
+            }
+        }
+        Some(OutputFields {
+            texts,
+            ended: shell_outcome(entries).map(|(_, x)| x),
+        })
+    }
+
+    /// A shell call's output stays a list (the API requires one): one entry, the text as its
+    /// `stdout`, an empty `stderr`, and the `outcome` (and any other field) of the entry that
+    /// says how it ended. Every other output ctx clears takes a string (`output`,
+    /// `program_output.result`, `mcp_approval_response.reason`) and becomes the text.
+    fn cleared_output(output: &Value, text: String) -> Value {
+        let Some(entries) = shell_entries(output) else {
+            return Value::String(text);
+        };
+        let k = shell_outcome(entries).map_or(entries.len() - 1, |(k, _)| k);
+        let mut entry = entries[k].clone();
+        entry["stdout"] = Value::String(text);
+        entry["stderr"] = Value::String(String::new());
+        Value::Array(vec![entry])
+    }
+
+    fn cleared_text(output: &Value) -> Option<&str> {
+        match shell_entries(output) {
+            Some([entry]) if str_field(entry, "stderr").is_none_or(str::is_empty) => {
+                str_field(entry, "stdout")
+            }
+            Some(_) => None,
+            None => output.as_str(),
+        }
     }
 }
 
@@ -1107,5 +1226,86 @@ mod tests {
             {"role": "user", "content": "and?"}
         ]});
         assert_eq!(codes(early), ["orphan-result", "unanswered-call"]);
+    }
+
+    /// A shell call's output is a list of `stdout`, `stderr` and `outcome`: its text is in those
+    /// fields, the first failed command says how it ended, and a cleared one stays a list (one
+    /// entry, that outcome kept) that reads back as its placeholder.
+    #[test]
+    fn a_shell_output_is_read_and_cleared_in_its_shape() {
+        let output = json!([
+            {"stdout": "ok\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}},
+            {"stdout": "", "stderr": "boom\n", "outcome": {"type": "exit", "exit_code": 2}, "created_by": "u"},
+            {"stdout": "late\n", "stderr": "", "outcome": {"type": "timeout"}}
+        ]);
+        let fields = Responses::output_fields(&output).unwrap();
+        assert_eq!(fields.texts, ["/0/stdout", "/1/stderr", "/2/stdout"]);
+        assert_eq!(fields.ended, Some(Ended::Exit(2)));
+        assert_eq!(fields.text(&output), "ok\n\nboom\n\nlate\n");
+        let cleared = Responses::cleared_output(&output, "[gone]".into());
+        assert_eq!(
+            cleared,
+            json!([{"stdout": "[gone]", "stderr": "", "outcome": {"type": "exit", "exit_code": 2}, "created_by": "u"}])
+        );
+        assert_eq!(Responses::cleared_text(&cleared), Some("[gone]"));
+        assert_eq!(Responses::cleared_text(&output), None);
+        let timeout = json!([{"stdout": "x", "stderr": "", "outcome": {"type": "timeout"}}]);
+        assert_eq!(
+            Responses::output_fields(&timeout).unwrap().ended,
+            Some(Ended::Timeout)
+        );
+        let passed = json!([{"stdout": "a", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}},
+            {"stdout": "b", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]);
+        assert_eq!(
+            Responses::cleared_output(&passed, "p".into())[0]["stdout"],
+            "p"
+        );
+        // Strings and content parts are no shell output: they are cleared to the string.
+        for other in [
+            json!("text"),
+            json!([{"type": "input_text", "text": "t"}]),
+            json!([]),
+        ] {
+            assert_eq!(Responses::output_fields(&other), None);
+            assert_eq!(Responses::cleared_output(&other, "p".into()), json!("p"));
+        }
+        assert_eq!(Responses::cleared_text(&json!("p")), Some("p"));
+        // The readers see a shell output's text.
+        let items = [
+            json!({"type": "shell_call", "call_id": "s", "action": {"commands": ["ls"]}}),
+            json!({"type": "shell_call_output", "call_id": "s", "output": output}),
+        ];
+        assert_eq!(chat_view(&items)[1]["content"], "ok\n\nboom\n\nlate\n");
+    }
+
+    /// `prune --clear-inputs` empties only what the API lets be empty: a function call's
+    /// arguments (`{}`) and a custom tool call's free-form input (`""`), never an action, an
+    /// operation or code.
+    #[test]
+    fn only_free_arguments_may_be_emptied() {
+        let empty = |m: Value| Responses::read_message(&m).calls[0].empty;
+        assert_eq!(
+            empty(json!({"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"})),
+            Some(EmptyArgs::Object)
+        );
+        assert_eq!(
+            empty(json!({"type": "custom_tool_call", "call_id": "a", "name": "f", "input": "x"})),
+            Some(EmptyArgs::Text)
+        );
+        for ty in [
+            "local_shell_call",
+            "shell_call",
+            "apply_patch_call",
+            "computer_call",
+            "tool_search_call",
+            "program",
+            "mcp_approval_request",
+        ] {
+            assert_eq!(
+                empty(json!({"type": ty, "call_id": "a", "id": "a"})),
+                None,
+                "{ty}"
+            );
+        }
     }
 }

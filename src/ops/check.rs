@@ -244,7 +244,15 @@ fn call_ids(doc: &Document, convo: &Conversation, out: &mut Vec<Finding>) {
                 out.push(found(doc, i, "", twice("one message".into())));
             }
             match first_use.get(id) {
-                Some(&first) if first != i && convo.messages[first].unit == info.unit => {
+                // One response's calls: the same unit, no output between them (after an output
+                // the id answers positionally, as an id reused by a later response does).
+                Some(&first)
+                    if first != i
+                        && convo.messages[first].unit == info.unit
+                        && convo.messages[first..i]
+                            .iter()
+                            .all(|m| m.results.is_empty()) =>
+                {
                     out.push(found(
                         doc,
                         i,

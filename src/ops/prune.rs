@@ -10,6 +10,7 @@
 //! messages are worked out from the counts the caller passes in, so a message is tokenized again
 //! only where that cannot be avoided (a clipped or shortened message, once).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
 use anyhow::{Result, bail};
@@ -20,10 +21,9 @@ use crate::args::{short_form, shorten};
 use crate::clip::{DEFAULT_PLACEHOLDER, Template, Var, clip_middle};
 use crate::conversation::{CallRef, Conversation, PinOptions, Role};
 use crate::counter::{Counter, DocumentCount, MessageTokens, Notes};
-use crate::dialect::Dialect;
-use crate::dialect::{Piece, pieces, pointer, text_of};
+use crate::dialect::{Dialect, EmptyArgs, Ended, Piece, pieces, pointer, text_of};
 use crate::document::Document;
-use crate::excerpt::{MAX_PLACEHOLDER_TOKENS, placeholder};
+use crate::excerpt::{Exit, MAX_PLACEHOLDER_TOKENS, placeholder};
 use crate::tokenizer::Encoding;
 
 /// The default `--min-saving`: a result is cleared only when that saves at least this many
@@ -363,7 +363,7 @@ impl Pass<'_> {
 
     fn is_placeholder(&self, r: &ResultRef) -> bool {
         pointer::get(&self.messages[r.message], &r.pointer)
-            .and_then(Value::as_str)
+            .and_then(|v| self.dialect.cleared_text(v))
             .is_some_and(|t| self.template.matches(t))
     }
 
@@ -411,7 +411,7 @@ impl Pass<'_> {
     }
 
     /// Replaces result `r` by its placeholder when that saves enough (and with
-    /// `--clear-inputs`, its call's arguments by `{}`).
+    /// `--clear-inputs`, its call's arguments by an empty value, where the API takes one).
     fn clear_result(&mut self, r: &ResultRef, out: &mut Pruning) -> Result<()> {
         let (counter, count, opts) = (self.counter, self.count, self.opts);
         let m = r.message;
@@ -441,7 +441,17 @@ impl Pass<'_> {
             return Ok(()); // Clearing cannot save enough.
         }
         let value = pointer::get(&self.messages[m], &r.pointer).expect("located");
-        let text = text_of(value, None);
+        // A string or parts, or an output whose text is in fields of its own (a shell call's
+        // stdout and stderr, whose outcome gives the exit status).
+        let fields = self.dialect.output_fields(value);
+        let text = match &fields {
+            Some(f) => Cow::Owned(f.text(value)),
+            None => text_of(value, None),
+        };
+        let exit = fields.and_then(|f| f.ended).map(|e| match e {
+            Ended::Exit(n) => Exit::Code(n),
+            Ended::Timeout => Exit::Timeout,
+        });
         let args = r
             .call
             .filter(|_| self.template.has(Var::Args))
@@ -455,25 +465,33 @@ impl Pass<'_> {
             &args,
             &text,
             r.is_error,
+            exit,
             cost,
         )?;
-        let saving = cost.saturating_sub(p.tokens);
+        // The placeholder in the shape the output must keep (a string, or a shell call's list),
+        // and its tokens there.
+        let mut cleared = self.dialect.cleared_output(value, p.text);
+        let cleared_cost = if cleared.is_string() {
+            p.tokens
+        } else {
+            value_cost(counter, &mut cleared)?
+        };
+        let saving = cost.saturating_sub(cleared_cost);
         if saving == 0
             || cost
                 < opts
                     .min_saving
-                    .saturating_add(p.tokens.max(MAX_PLACEHOLDER_TOKENS))
+                    .saturating_add(cleared_cost.max(MAX_PLACEHOLDER_TOKENS))
         {
             return Ok(()); // Not worth what the output holds beyond its placeholder.
         }
         self.save(m);
-        *pointer::get_mut(&mut self.messages[m], &r.pointer).expect("located") =
-            Value::String(p.text);
+        *pointer::get_mut(&mut self.messages[m], &r.pointer).expect("located") = cleared;
         // The message's count is additive over its parts, so its new count follows from the
         // old one and the placeholder's.
         let old = self.known(m);
         let text_tokens = if r.pointer == "/content" {
-            p.tokens
+            cleared_cost
         } else {
             old.text
         };
@@ -496,13 +514,23 @@ impl Pass<'_> {
         Ok(())
     }
 
-    /// `--clear-inputs`: the arguments of call `cref` become `{}`.
+    /// `--clear-inputs`: the arguments of call `cref` become the empty value its API takes
+    /// there (`{}`, or `""` for free-form input); arguments the API requires (a Responses
+    /// shell call's `action`, a patch's `operation`) are left as they are.
     fn clear_input(&mut self, cref: CallRef) -> Result<()> {
         let (c, call) = (&cref.message, self.conv.call(cref));
         let ptr = &call.args;
-        let empty = match pointer::get(&self.messages[*c], ptr) {
-            Some(Value::String(s)) if s != "{}" => Some(Value::String("{}".into())),
-            Some(v) if !v.is_string() && *v != json!({}) => Some(json!({})),
+        let Some(kind) = call.empty else {
+            return Ok(());
+        };
+        let empty = match (kind, pointer::get(&self.messages[*c], ptr)) {
+            (EmptyArgs::Object, Some(Value::String(s))) if s != "{}" => {
+                Some(Value::String("{}".into()))
+            }
+            (EmptyArgs::Object, Some(v)) if !v.is_string() && *v != json!({}) => Some(json!({})),
+            (EmptyArgs::Text, Some(Value::String(s))) if !s.is_empty() => {
+                Some(Value::String(String::new()))
+            }
             _ => None,
         };
         if let Some(empty) = empty {
@@ -552,14 +580,20 @@ impl Pass<'_> {
             self.save(m);
             let mut changed = false;
             let value = pointer::get_mut(&mut self.messages[m], &r.pointer).expect("located");
-            match value {
-                Value::String(s) => {
+            let fields = self.dialect.output_fields(value);
+            match (value, fields) {
+                // Texts in fields of their own (a shell call's stdout and stderr) share the
+                // limit, and the output keeps its shape.
+                (value, Some(fields)) => {
+                    changed = clip_fields(counter, enc, value, &fields.texts, max)?;
+                }
+                (Value::String(s), None) => {
                     if let Some(c) = clip_middle(enc, s, max)? {
                         *s = c;
                         changed = true;
                     }
                 }
-                Value::Array(blocks) => {
+                (Value::Array(blocks), None) => {
                     // The text parts share the limit.
                     let texts: Vec<usize> = pieces(blocks)
                         .enumerate()
@@ -778,6 +812,36 @@ fn recount(
     *total = *total - before.total() + after.total();
     now.insert(m, after);
     Ok((before.total(), after.total()))
+}
+
+/// Clips the texts at `texts` (pointers in `value`) middle-out, sharing `max` tokens; true
+/// when one changed.
+fn clip_fields(
+    counter: &Counter,
+    enc: Encoding,
+    value: &mut Value,
+    texts: &[String],
+    max: usize,
+) -> Result<bool> {
+    fn text<'a>(v: &'a Value, p: &str) -> &'a str {
+        pointer::get(v, p).and_then(Value::as_str).unwrap_or("")
+    }
+    let total: usize = texts
+        .iter()
+        .map(|p| counter.text(text(value, p)))
+        .sum::<Result<usize>>()?;
+    if total <= max {
+        return Ok(false);
+    }
+    let share = max / texts.len().max(1);
+    let mut changed = false;
+    for p in texts {
+        if let Some(c) = clip_middle(enc, text(value, p), share)? {
+            *pointer::get_mut(value, p).expect("located") = Value::String(c);
+            changed = true;
+        }
+    }
+    Ok(changed)
 }
 
 /// The tokens a content value adds to its message (text, blocks, images), as the counter

@@ -615,3 +615,126 @@ fn responses_reasoning_of_an_unfinished_loop_before_a_control_item_is_kept() {
         "the old reasoning goes, the unfinished loop keeps its own"
     );
 }
+
+fn responses(path: &str) -> Document {
+    let value = read_json(std::path::Path::new(path));
+    parse(value, Dialect::Responses)
+}
+
+/// Found on a Responses body: a cleared `shell_call_output` became a string (the API requires
+/// its list of `stdout`, `stderr` and `outcome`), and its placeholder lost the exit status and
+/// every line of the output, which lives in `stdout` and `stderr`, not in content parts.
+#[test]
+fn a_cleared_shell_call_output_keeps_its_shape_and_status() {
+    let doc = responses("tests/data/responses/prune_shell_output.json");
+    let p = run_full(&doc, &keeping(0)).unwrap();
+    let cleared: Vec<usize> = p.cleared.iter().map(|c| c.0).collect();
+    assert_eq!(cleared, [2, 4]);
+    assert_eq!(
+        p.cleared_status,
+        [
+            Some("failed (exit code 1)".to_string()),
+            Some("failed (timed out)".to_string())
+        ]
+    );
+    let template = Template::parse(DEFAULT_PLACEHOLDER);
+    // One entry: the placeholder as its stdout, an empty stderr, the original outcome.
+    let output = &p.doc.messages()[2]["output"];
+    let entries = output.as_array().expect("still a list");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["stderr"], "");
+    assert_eq!(
+        entries[0]["outcome"],
+        serde_json::json!({"type": "exit", "exit_code": 1})
+    );
+    let text = entries[0]["stdout"].as_str().unwrap();
+    assert!(template.matches(text), "{text}");
+    assert!(
+        text.starts_with("[ctx: cleared output of shell_call(")
+            && text.contains("tokens, failed (exit code 1)]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("FAILED tests/test_io.py::test_read_header - KeyError: 'id'"),
+        "the error line is kept: {text}"
+    );
+    assert!(
+        text.contains("1 failed, 116 passed in 2.31s"),
+        "the test outcome is kept: {text}"
+    );
+    // The text of stderr is read too, and a timeout is a failure.
+    let entries = p.doc.messages()[4]["output"].as_array().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        entries[0]["outcome"],
+        serde_json::json!({"type": "timeout"})
+    );
+    let text = entries[0]["stdout"].as_str().unwrap();
+    assert!(text.contains("failed (timed out)]"), "{text}");
+    assert!(text.contains("Compiling crate_0 v0.0.0"), "{text}");
+    assert!(text.contains("Compiling crate_89 v0.8.4"), "{text}");
+    // Every other field of the item is kept, and a second prune changes nothing (I6).
+    for i in [2, 4] {
+        let (a, b) = (&doc.messages()[i], &p.doc.messages()[i]);
+        let keys = |m: &Value| m.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(a), keys(b));
+        for k in ["type", "id", "call_id", "status"] {
+            assert_eq!(a[k], b[k]);
+        }
+    }
+    let again = run(&p.doc, &keeping(0)).unwrap();
+    assert_eq!(again.value(), p.doc.value(), "prune is idempotent");
+}
+
+/// `--max-tool-tokens` clips a shell call's `stdout` and `stderr` in place (it left them
+/// whole before), and the list keeps its shape.
+#[test]
+fn a_shell_call_output_is_clipped_in_place() {
+    let doc = responses("tests/data/responses/prune_shell_output.json");
+    let opts = Options {
+        max_tool_tokens: Some(60),
+        ..keeping(5)
+    };
+    let p = run_full(&doc, &opts).unwrap();
+    assert_eq!(p.clipped.iter().map(|c| c.0).collect::<Vec<_>>(), [2, 4]);
+    let s = settings_for(&p.doc);
+    for i in [2, 4] {
+        let (a, b) = (&doc.messages()[i]["output"], &p.doc.messages()[i]["output"]);
+        assert_eq!(a.as_array().unwrap().len(), b.as_array().unwrap().len());
+        assert_eq!(a[0]["outcome"], b[0]["outcome"]);
+        let texts: usize = ["stdout", "stderr"]
+            .iter()
+            .map(|k| s.encoding.count(b[0][k].as_str().unwrap()))
+            .sum();
+        assert!(texts <= 60, "{b}");
+    }
+    let again = run(&p.doc, &opts).unwrap();
+    assert_eq!(again.value(), p.doc.value(), "prune is idempotent");
+}
+
+/// Found on a Responses body: `--clear-inputs` wrote `{}` over a `local_shell_call`'s and a
+/// `shell_call`'s `action`, an `apply_patch_call`'s `operation` and a `program`'s `code`, which
+/// the API requires. Only a `function_call`'s `arguments` (`"{}"`) and a `custom_tool_call`'s
+/// free-form `input` (`""`) are emptied.
+#[test]
+fn clear_inputs_empties_only_what_the_api_lets_be_empty() {
+    let doc = responses("tests/data/responses/prune_clear_inputs.json");
+    let opts = Options {
+        clear_inputs: true,
+        ..keeping(0)
+    };
+    let p = run_full(&doc, &opts).unwrap();
+    let cleared: Vec<usize> = p.cleared.iter().map(|c| c.0).collect();
+    assert_eq!(cleared, [2, 4, 6, 8, 10, 12]);
+    let (a, b) = (doc.messages(), p.doc.messages());
+    for (i, key) in [(1, "action"), (3, "action"), (5, "operation"), (11, "code")] {
+        assert_eq!(a[i], b[i], "{key} is kept");
+    }
+    assert_eq!(b[7]["arguments"], "{}");
+    assert_eq!(b[9]["input"], "");
+    // The changed calls are recorded as cleared, the others are not.
+    let changed: Vec<usize> = p.dropped.iter().map(|d| d.index).collect();
+    assert_eq!(changed, [2, 4, 6, 7, 8, 9, 10, 12]);
+    let again = run(&p.doc, &opts).unwrap();
+    assert_eq!(again.value(), p.doc.value(), "prune is idempotent");
+}

@@ -270,24 +270,51 @@ fn build_items(steps: &[Step], dangling_final_call: bool) -> Vec<Value> {
                 items.push(json!({"type": "reasoning", "id": format!("rs_{seed}"),
                     "summary": [{"type": "summary_text", "text": words(6, seed)}],
                     "encrypted_content": encrypted(900 + seed * 13, seed)}));
-                let custom = seed % 3 == 0;
+                // The first call is a custom tool call, a shell call (its output a list of
+                // stdout, stderr and outcome) or a function call; the third sometimes a local
+                // shell call.
+                let kind = |k: usize| match k {
+                    0 => ["custom", "shell", "function"][seed % 3],
+                    2 if seed % 2 == 0 => "local_shell",
+                    _ => "function",
+                };
                 let mut made = Vec::new();
                 let mut outputs = Vec::new();
                 for (k, (id, _)) in calls.iter().enumerate() {
                     let call_id = format!("call_{id}_{k}");
-                    made.push(if custom && k == 0 {
-                        json!({"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch",
-                            "input": format!("*** Begin Patch\n{}\n*** End Patch", words(20, seed))})
-                    } else {
-                        json!({"type": "function_call", "call_id": call_id, "name": format!("tool_{}", id % 3),
-                            "arguments": json!({"q": words(3, seed)}).to_string()})
+                    made.push(match kind(k) {
+                        "custom" => json!({"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch",
+                            "input": format!("*** Begin Patch\n{}\n*** End Patch", words(20, seed))}),
+                        "shell" => json!({"type": "shell_call", "call_id": call_id, "status": "completed",
+                            "action": {"commands": [format!("cat {}", words(2, seed))], "timeout_ms": 10_000}}),
+                        "local_shell" => json!({"type": "local_shell_call", "id": format!("lsh_{seed}_{k}"),
+                            "call_id": call_id, "status": "completed",
+                            "action": {"type": "exec", "command": ["sh", "-c", words(3, seed)], "env": {}}}),
+                        _ => json!({"type": "function_call", "call_id": call_id, "name": format!("tool_{}", id % 3),
+                            "arguments": json!({"q": words(3, seed)}).to_string()}),
                     });
                 }
                 for (k, (id, size)) in calls.iter().enumerate() {
                     let body = if *error { format!("Error: {}", words(*size, seed)) } else { words(*size, seed + k) };
-                    let ty = if custom && k == 0 { "custom_tool_call_output" } else { "function_call_output" };
-                    let output = if k == 1 { json!([{"type": "input_text", "text": body}]) } else { json!(body) };
-                    outputs.push(json!({"type": ty, "call_id": format!("call_{id}_{k}"), "output": output}));
+                    let call_id = format!("call_{id}_{k}");
+                    outputs.push(match kind(k) {
+                        "custom" => json!({"type": "custom_tool_call_output", "call_id": call_id, "output": body}),
+                        "shell" => {
+                            let outcome = if seed % 5 == 0 {
+                                json!({"type": "timeout"})
+                            } else {
+                                json!({"type": "exit", "exit_code": i32::from(*error)})
+                            };
+                            let stderr = if *error { words(4, seed) } else { String::new() };
+                            json!({"type": "shell_call_output", "call_id": call_id,
+                                "output": [{"stdout": body, "stderr": stderr, "outcome": outcome}]})
+                        }
+                        "local_shell" => json!({"type": "local_shell_call_output", "call_id": call_id, "output": body}),
+                        _ => {
+                            let output = if k == 1 { json!([{"type": "input_text", "text": body}]) } else { json!(body) };
+                            json!({"type": "function_call_output", "call_id": call_id, "output": output})
+                        }
+                    });
                 }
                 // Every fifth exchange as the SDKs' agent loops write it: each call followed by
                 // its output (one response's parallel calls, after its one reasoning item).
@@ -417,6 +444,11 @@ pub fn assert_invariants(
         mapped.push(i);
         i += 1;
     }
+    // Valid input stays valid: what the API requires of an item keeps its shape.
+    let outs = output.messages().iter().filter(|m| !inserted(m));
+    for (m, &i) in outs.zip(&mapped) {
+        required_shapes_kept(&ins[i], m)?;
+    }
     // I4: pinned messages kept.
     for p in pinned_inputs {
         prop_assert!(mapped.contains(p), "pinned message {p} was removed");
@@ -436,6 +468,48 @@ pub fn assert_invariants(
     if first(input).as_deref() == Some("user") && !output.messages().is_empty() {
         let out_first = first(output);
         prop_assert_eq!(out_first.as_deref(), Some("user"));
+    }
+    Ok(())
+}
+
+/// What the Responses API requires of an item keeps its shape from `a` to `b`: a shell call's
+/// `action`, a patch's `operation`, a program's `code` (each of the same kind, an object with
+/// the same keys), and a shell call's `output` (a list of `stdout`, `stderr` and `outcome`).
+fn required_shapes_kept(a: &Value, b: &Value) -> Result<(), TestCaseError> {
+    fn shape(v: &Value) -> (u8, Vec<String>) {
+        let kind = match v {
+            Value::Null => 0,
+            Value::Bool(_) => 1,
+            Value::Number(_) => 2,
+            Value::String(_) => 3,
+            Value::Array(_) => 4,
+            Value::Object(_) => 5,
+        };
+        let keys = v.as_object().map(|o| o.keys().cloned().collect());
+        (kind, keys.unwrap_or_default())
+    }
+    for key in ["action", "operation", "code"] {
+        prop_assert_eq!(
+            a.get(key).map(shape),
+            b.get(key).map(shape),
+            "the {} of {} lost its shape: {}",
+            key,
+            a,
+            b
+        );
+    }
+    if b.get("type").and_then(Value::as_str) == Some("shell_call_output") {
+        let entry = |e: &Value| {
+            e.get("stdout").is_some_and(Value::is_string)
+                && e.get("stderr").is_some_and(Value::is_string)
+                && e.get("outcome").is_some_and(Value::is_object)
+        };
+        let entries = b.get("output").and_then(Value::as_array);
+        prop_assert!(
+            entries.is_some_and(|e| !e.is_empty() && e.iter().all(entry)),
+            "a shell call's output is no longer a list of stdout, stderr and outcome: {}",
+            b
+        );
     }
     Ok(())
 }
